@@ -1,0 +1,231 @@
+"""Table_map and rows events (write/update/delete, v0/v1/v2, MySQL partial JSON updates and
+MariaDB's zlib-compressed rows events).
+
+Rows event body (MySQL ``libbinlogevents/src/rows_event.cpp``, ``sql/log_event.cc``
+Rows_log_event; MariaDB ``sql/log_event.cc``): post-header ``table_id(6|4) flags(2)`` and, in
+v2, ``extra_info_len(2)`` counting itself plus the extra-info TLVs; then
+``column_count(packed) columns_present(bitmap)`` (update events: a second bitmap for the after
+image) and the row images up to the end of the body.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Any
+
+from ..constants import ColumnType as T
+from ..constants import EventType as E
+from ..context import DecodeContext
+from ..errors import BinlogError, MissingTableMapError
+from ..packed import ShortBuffer, packed_len
+from ..rowcodec import compile_reader
+from ..tablemap import TableMap, decode_table_map
+from . import register
+
+STMT_END_F = 0x1
+
+_WRITE = frozenset({E.WRITE_ROWS, E.WRITE_ROWS_V1, E.PRE_GA_WRITE_ROWS,
+                    E.WRITE_ROWS_COMPRESSED, E.WRITE_ROWS_COMPRESSED_V1})
+_UPDATE = frozenset({E.UPDATE_ROWS, E.UPDATE_ROWS_V1, E.PRE_GA_UPDATE_ROWS,
+                     E.UPDATE_ROWS_COMPRESSED, E.UPDATE_ROWS_COMPRESSED_V1,
+                     E.PARTIAL_UPDATE_ROWS})
+_V2 = frozenset({E.WRITE_ROWS, E.UPDATE_ROWS, E.DELETE_ROWS, E.PARTIAL_UPDATE_ROWS,
+                 E.WRITE_ROWS_COMPRESSED, E.UPDATE_ROWS_COMPRESSED, E.DELETE_ROWS_COMPRESSED})
+_COMPRESSED = frozenset({E.WRITE_ROWS_COMPRESSED, E.UPDATE_ROWS_COMPRESSED,
+                         E.DELETE_ROWS_COMPRESSED, E.WRITE_ROWS_COMPRESSED_V1,
+                         E.UPDATE_ROWS_COMPRESSED_V1, E.DELETE_ROWS_COMPRESSED_V1})
+
+
+def op_of(type_code: int) -> str:
+    if type_code in _WRITE:
+        return "insert"
+    if type_code in _UPDATE:
+        return "update"
+    return "delete"
+
+
+@register(E.TABLE_MAP)
+def table_map(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
+    tm = decode_table_map(ctx, body, pos)
+    ctx.table_maps[tm.table_id] = tm
+    d = tm.describe()
+    d["_table_map"] = tm
+    return d
+
+
+def uncompress(ctx: DecodeContext, data: bytes, offset: int) -> bytes:
+    """MariaDB's compressed-record format (log_event.cc binlog_buf_uncompress): a header byte
+    ``0x80 | alg << 4 | lenlen``, the uncompressed length in ``lenlen`` big-endian bytes, then
+    the zlib stream (alg 0 is the only one defined)."""
+    if not data:
+        raise ctx.corrupt("empty compressed record", offset)
+    head = data[0]
+    if head & 0x80 == 0 or (head & 0x70) >> 4 != 0:
+        raise ctx.corrupt("bad compressed-record header", offset, expected="0x80|lenlen",
+                          actual=hex(head))
+    lenlen = head & 0x07
+    if not 1 <= lenlen <= 4 or len(data) < 1 + lenlen:
+        raise ctx.corrupt("bad compressed-record length size", offset, expected="1..4",
+                          actual=lenlen)
+    size = int.from_bytes(data[1:1 + lenlen], "big")
+    try:
+        out = zlib.decompress(data[1 + lenlen:])
+    except zlib.error as exc:
+        raise ctx.corrupt(f"zlib: {exc}", offset) from None
+    if len(out) != size:
+        raise ctx.corrupt("compressed record has the wrong uncompressed length", offset,
+                          expected=size, actual=len(out))
+    return out
+
+
+def _header(ctx: DecodeContext, type_code: int, body: bytes, pos: int) -> tuple[Any, ...]:
+    tid_size = ctx.fde.table_id_size
+    p = tid_size
+    table_id = int.from_bytes(body[:tid_size], "little")
+    flags = body[p] | body[p + 1] << 8
+    p += 2
+    extra: dict[str, Any] | None = None
+    if type_code in _V2:
+        extra_len = body[p] | body[p + 1] << 8
+        if extra_len < 2 or p + extra_len > len(body):
+            raise ctx.corrupt("rows event extra-info length out of range", pos + p,
+                              expected=f"2..{len(body) - p}", actual=extra_len)
+        if extra_len > 2:
+            extra = _extra_info(body[p + 2:p + extra_len], type_code)
+        p += extra_len
+    return table_id, flags, extra, p
+
+
+def _extra_info(data: bytes, type_code: int) -> dict[str, Any]:
+    # rows_event.h Extra_row_info: TLVs, NDB_INFO (0) = len(1) format(1) data, PART_INFO (1) =
+    # partition id (2) [+ source partition id (2) for updates].
+    out: dict[str, Any] = {}
+    p = 0
+    while p < len(data):
+        kind = data[p]
+        p += 1
+        if kind == 0 and p < len(data):
+            n = data[p]
+            out["ndb_info_hex"] = bytes(data[p:p + n]).hex()
+            p += n
+        elif kind == 1 and p + 2 <= len(data):
+            out["partition_id"] = data[p] | data[p + 1] << 8
+            p += 2
+            if type_code in _UPDATE and p + 2 <= len(data):
+                out["source_partition_id"] = data[p] | data[p + 1] << 8
+                p += 2
+        else:
+            out["unparsed_hex"] = bytes(data[p - 1:]).hex()
+            break
+    return out
+
+
+def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
+                with_rows: bool = True) -> dict[str, Any]:
+    """Decode a rows event body into its fields and its rows."""
+    table_id, flags, extra, p = _header(ctx, type_code, body, pos)
+    tm: TableMap | None = ctx.table_maps.get(table_id)
+    if tm is None:
+        raise ctx.corrupt("rows event for a table id with no Table_map before it", pos,
+                          expected="a Table_map for table id %d" % table_id, actual=None,
+                          raw=body[:32], cls=MissingTableMapError)
+    ncols, p = packed_len(body, p)
+    nbytes = (ncols + 7) >> 3
+    present = int.from_bytes(body[p:p + nbytes], "little")
+    p += nbytes
+    is_update = type_code in _UPDATE
+    present_after = present
+    if is_update:
+        present_after = int.from_bytes(body[p:p + nbytes], "little")
+        p += nbytes
+    if ncols != len(tm.columns):
+        raise ctx.corrupt("rows event column count differs from its Table_map", pos,
+                          expected=len(tm.columns), actual=ncols)
+    data = body
+    if type_code in _COMPRESSED:
+        # Everything after the bitmaps is one compressed record (log_event.cc,
+        # row_log_event_uncompress).
+        data = uncompress(ctx, body[p:], pos + p)
+        p = 0
+    d: dict[str, Any] = {
+        "table_id": table_id,
+        "db": tm.db,
+        "table": tm.table,
+        "flags": flags,
+        "stmt_end": bool(flags & STMT_END_F),
+        "column_count": ncols,
+    }
+    if extra:
+        d["extra_info"] = extra
+    if present != (1 << ncols) - 1:
+        d["columns_present"] = [i for i in range(ncols) if present >> i & 1]
+    if is_update and present_after != (1 << ncols) - 1:
+        d["columns_present_after"] = [i for i in range(ncols) if present_after >> i & 1]
+    if with_rows:
+        d["rows"] = _rows(ctx, tm, type_code, data, p, pos, present, present_after)
+    return d
+
+
+def _rows(ctx: DecodeContext, tm: TableMap, type_code: int, data: bytes, p: int, pos: int,
+          present: int, present_after: int) -> list[tuple[Any, Any]]:
+    """Rows as (before, after) pairs: (None, row) insert, (row, None) delete, (row, row) update."""
+    end = len(data)
+    rows: list[tuple[Any, Any]] = []
+    append = rows.append
+    try:
+        read = compile_reader(tm, present)
+        if type_code in _WRITE:
+            while p < end:
+                row, p = read(data, p)
+                append((None, row))
+        elif type_code == E.PARTIAL_UPDATE_ROWS:
+            from ..partial import read_partial_update
+
+            read_after = compile_reader(tm, present_after)
+            while p < end:
+                before, p = read(data, p)
+                after, p = read_partial_update(ctx, tm, present_after, read_after, data, p,
+                                               before, pos)
+                append((before, after))
+        elif type_code in _UPDATE:
+            read_after = compile_reader(tm, present_after) if present_after != present else read
+            while p < end:
+                before, p = read(data, p)
+                after, p = read_after(data, p)
+                append((before, after))
+        else:
+            while p < end:
+                row, p = read(data, p)
+                append((row, None))
+    except BinlogError:
+        raise
+    except (IndexError, ValueError, TypeError, ShortBuffer, KeyError, OverflowError,
+            struct.error) as exc:
+        raise ctx.corrupt(f"cannot decode row {len(rows)} of {tm.db}.{tm.table}: {exc}", pos,
+                          raw=data[:64]) from None
+    if p != end:
+        raise ctx.corrupt(f"row {len(rows) - 1} of {tm.db}.{tm.table} runs past the end of "
+                          "its event", pos, expected=f"row data ending at {end}", actual=p,
+                          raw=data[:64])
+    return rows
+
+
+def _make(type_code: int) -> Any:
+    def decode(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
+        return decode_rows(ctx, type_code, body, pos)
+
+    decode.__name__ = f"decode_{E(type_code).name.lower()}"
+    return decode
+
+
+for _code in (E.WRITE_ROWS, E.UPDATE_ROWS, E.DELETE_ROWS, E.WRITE_ROWS_V1, E.UPDATE_ROWS_V1,
+              E.DELETE_ROWS_V1, E.PRE_GA_WRITE_ROWS, E.PRE_GA_UPDATE_ROWS, E.PRE_GA_DELETE_ROWS,
+              E.PARTIAL_UPDATE_ROWS, *_COMPRESSED):
+    register(_code)(_make(_code))
+
+ROWS_EVENTS = frozenset({*_WRITE, *_UPDATE, E.DELETE_ROWS, E.DELETE_ROWS_V1,
+                         E.PRE_GA_DELETE_ROWS, E.DELETE_ROWS_COMPRESSED,
+                         E.DELETE_ROWS_COMPRESSED_V1})
+
+__all__ = ["ROWS_EVENTS", "T", "decode_rows", "op_of", "uncompress"]

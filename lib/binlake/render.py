@@ -1,0 +1,49 @@
+"""JSON Lines rendering of events and row changes (the public contract in
+docs/decode-format.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .event import Event
+
+_OPTS = orjson.OPT_APPEND_NEWLINE
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj, option=_OPTS, default=_default)
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return {"hex": bytes(obj).hex()}
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"cannot render {type(obj).__name__}")
+
+
+def event_dict(ev: Event) -> dict[str, Any]:
+    """One event as a JSON-ready dict: the common header plus the event's own fields."""
+    d = ev.header_dict()
+    for k, v in ev.data.items():
+        if k[0] == "_":
+            continue
+        if k == "rows":
+            v = [_row_images(before, after) for before, after in v]
+        d[k] = v
+    if ev.error is not None:
+        d["error"] = ev.error.to_dict()
+    return d
+
+
+def _row_images(before: Any, after: Any) -> dict[str, Any]:
+    out = {}
+    if before is not None:
+        out["before"] = before
+    if after is not None:
+        out["after"] = after
+    return out
