@@ -47,6 +47,25 @@ _V3_POST_HEADERS = {
 }
 
 
+# Development trees of 5.1/5.2 ("telco"/"ndb" builds named like 5.1.5-a_drop5p..., 5.2.2-a_drop6p...)
+# numbered some events differently; MySQL maps them back (control_events.cpp,
+# Format_description_event: event_type_permutation).  old code -> current code:
+_DROP_PERMUTATION = {16: EventType.TABLE_MAP, 17: EventType.PRE_GA_WRITE_ROWS,
+                     18: EventType.PRE_GA_UPDATE_ROWS, 19: EventType.PRE_GA_DELETE_ROWS,
+                     20: EventType.XID, 21: EventType.BEGIN_LOAD_QUERY,
+                     22: EventType.EXECUTE_LOAD_QUERY}
+_DROP_VERSION = re.compile(r"^5\.(1\.[1-5]-a_drop5|1\.4-a_drop6|2\.[0-2]-a_drop6)")
+
+
+def _permutation(server_version: str, post: bytes) -> tuple[dict[int, int] | None, bytes]:
+    if not _DROP_VERSION.match(server_version) or len(post) != 22:
+        return None, post
+    fixed = bytearray(post)
+    for old, new in _DROP_PERMUTATION.items():
+        fixed[new - 1] = post[old - 1]
+    return dict(_DROP_PERMUTATION), bytes(fixed)
+
+
 @dataclass
 class FormatDescription:
     binlog_version: int
@@ -57,6 +76,8 @@ class FormatDescription:
     checksum_alg: int  # CHECKSUM_OFF, CHECKSUM_CRC32, or CHECKSUM_UNDEF (no alg field)
     flavor: str  # "mysql" or "mariadb"
     version: tuple[int, int, int] = field(default=(0, 0, 0))
+    # Old type code -> current type code, for the few development builds that need it.
+    type_permutation: dict[int, int] | None = None
 
     @property
     def has_checksum(self) -> bool:
@@ -120,8 +141,9 @@ def parse_fde(body: bytes, *, file: str | None, offset: int) -> FormatDescriptio
     else:
         alg = CHECKSUM_UNDEF
         post = rest
-    return FormatDescription(binlog_version, server_version, created, header_length, bytes(post),
-                             alg, "mariadb" if mariadb else "mysql", version)
+    permutation, post = _permutation(server_version, bytes(post))
+    return FormatDescription(binlog_version, server_version, created, header_length, post,
+                             alg, "mariadb" if mariadb else "mysql", version, permutation)
 
 
 _START_V3 = struct.Struct("<H50sI")

@@ -42,7 +42,12 @@ def read_partial_update(ctx: DecodeContext, tm: TableMap, present_after: int,
         name = names[idx]
         value = after.get(name)
         if isinstance(value, PartialJson):
-            if name not in before:
-                raise ctx.corrupt(f"partial JSON update of {name} without a before image", pos)
-            after[name] = apply_json_diffs(before[name], value.diffs)
+            if name in before:
+                after[name] = apply_json_diffs(before[name], value.diffs)
+            else:
+                # binlog_row_image=MINIMAL: no document to apply the diffs to; give the diffs
+                # themselves (what mysqlbinlog prints as JSON_REPLACE/INSERT/REMOVE calls).
+                after[name] = {"json_diff": [d.to_dict() if hasattr(d, "to_dict") else
+                                             {"op": d.op, "path": d.path, "value": d.value}
+                                             for d in value.diffs]}
     return after, p

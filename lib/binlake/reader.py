@@ -306,6 +306,8 @@ class BinlogReader:
                                      offset=pos, expected=f"{hl} header bytes",
                                      actual=b.available(), raw=b.buf[b.i:])
             ts, type_code, server_id, size, log_pos, flags = unpack_header(b.buf, b.i)
+            if fde.type_permutation is not None:
+                type_code = fde.type_permutation.get(type_code, type_code)
             if size < hl + crc_len or size > MAX_EVENT_SIZE or not b.ensure(size):
                 self._check_size(b, pos, size, hl + crc_len)
             buf = b.buf

@@ -269,25 +269,31 @@ class PartialJson:
 
 
 def compile_reader(tm: TableMap, present: int, partial: frozenset[int] = frozenset(),
-                   group_fixed: bool = True) -> RowReader:
+                   group_fixed: bool = True, null_shift: int = 0) -> RowReader:
     """A function ``(buf, p) -> (row, p)`` reading one row image of ``tm`` at ``buf[p:]``.
 
     ``present`` is the columns-present bitmap of the rows event (bit i = column i).  Columns
     not in the image are absent from the row dict (not None).  Cached on the TableMap.
+
+    ``null_shift=1`` reads the pre-GA layout (MySQL 5.1.0-5.1.17 rows events 20-22,
+    ``log_event_old.cc``), whose NULL bytes are the storage record's: bit 0 is reserved and
+    column i's NULL flag is bit i + 1.
     """
-    key = (present, partial, group_fixed)
+    key = (present, partial, group_fixed, null_shift)
     reader = tm.readers.get(key)
     if reader is not None:
         return reader
     cols = [c for c in tm.columns if present >> c.index & 1]
     names = tm.column_names
     g = _Gen()
-    nbytes = (len(cols) + 7) // 8
+    nbytes = (len(cols) + null_shift + 7) // 8
     g.emit("def read_row(buf, p):", 0)
     if nbytes == 1:
         g.emit("nulls = buf[p]; p += 1", 1)
     else:
         g.emit(f"nulls = int.from_bytes(buf[p:p + {nbytes}], 'little'); p += {nbytes}", 1)
+    if null_shift:
+        g.emit(f"nulls >>= {null_shift}", 1)
     group: list[tuple[str, str, int]] = []  # (var, fmt, size) of consecutive fixed NOT NULLs
 
     def flush() -> None:
@@ -335,7 +341,7 @@ def compile_reader(tm: TableMap, present: int, partial: frozenset[int] = frozens
     if grouped_mask:
         # The grouped NOT NULL columns were read without looking at their NULL bits; should
         # the image flag one of them NULL anyway, re-read the row with the per-column reader.
-        safe = g.const(compile_reader(tm, present, partial, group_fixed=False), "SAFE")
+        safe = g.const(compile_reader(tm, present, partial, False, null_shift), "SAFE")
         g.lines.insert(2, f"    if nulls & {grouped_mask}: return {safe}(buf, p0)")
         g.lines.insert(1, "    p0 = p")
     items = ", ".join(f"{name!r}: {var}" for name, var in out_vars)

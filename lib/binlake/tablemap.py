@@ -140,7 +140,10 @@ class TableMap:
 def _resolve_meta(col: Column) -> None:
     t = col.binlog_type
     m = col.meta
-    if t == T.STRING:
+    if t == T.STRING and m == 0:
+        col.type = T.STRING  # no metadata (pre-5.1.18): a CHAR of at most 255 bytes
+        col.length = 255
+    elif t == T.STRING:
         # field_string::save_field_metadata: byte0 = real type (with length bits folded into
         # 0x30 for CHARs longer than 255 bytes), byte1 = length low byte (field.cc / Bug#37426).
         b0, b1 = m & 0xFF, m >> 8
@@ -224,6 +227,13 @@ def _parse(ctx: DecodeContext, body: bytes, pos: int, tid_size: int, table_id: i
     need(body, p, ncols)
     types = body[p:p + ncols]
     p += ncols
+    if p == len(body):
+        # MySQL 5.1.0-5.1.17 wrote no metadata and no NULL bitmap (metadata came with 5.1.18):
+        # every column is taken as nullable with default metadata.
+        columns = [Column(i, t, t, 0, True) for i, t in enumerate(types)]
+        for col in columns:
+            _resolve_meta(col)
+        return TableMap(table_id, db, table, flags, columns)
     meta_len, p = packed_len(body, p)
     need(body, p, meta_len)
     meta_end = p + meta_len

@@ -32,6 +32,7 @@ _UPDATE = frozenset({E.UPDATE_ROWS, E.UPDATE_ROWS_V1, E.PRE_GA_UPDATE_ROWS,
                      E.PARTIAL_UPDATE_ROWS})
 _V2 = frozenset({E.WRITE_ROWS, E.UPDATE_ROWS, E.DELETE_ROWS, E.PARTIAL_UPDATE_ROWS,
                  E.WRITE_ROWS_COMPRESSED, E.UPDATE_ROWS_COMPRESSED, E.DELETE_ROWS_COMPRESSED})
+_PRE_GA = frozenset({E.PRE_GA_WRITE_ROWS, E.PRE_GA_UPDATE_ROWS, E.PRE_GA_DELETE_ROWS})
 _COMPRESSED = frozenset({E.WRITE_ROWS_COMPRESSED, E.UPDATE_ROWS_COMPRESSED,
                          E.DELETE_ROWS_COMPRESSED, E.WRITE_ROWS_COMPRESSED_V1,
                          E.UPDATE_ROWS_COMPRESSED_V1, E.DELETE_ROWS_COMPRESSED_V1})
@@ -136,7 +137,7 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
     p += nbytes
     is_update = type_code in _UPDATE
     present_after = present
-    if is_update:
+    if is_update and type_code not in _PRE_GA:  # pre-GA updates had a single bitmap
         present_after = int.from_bytes(body[p:p + nbytes], "little")
         p += nbytes
     if ncols != len(tm.columns):
@@ -174,7 +175,8 @@ def _rows(ctx: DecodeContext, tm: TableMap, type_code: int, data: bytes, p: int,
     rows: list[tuple[Any, Any]] = []
     append = rows.append
     try:
-        read = compile_reader(tm, present)
+        shift = 1 if type_code in _PRE_GA else 0
+        read = compile_reader(tm, present, null_shift=shift)
         if type_code in _WRITE:
             while p < end:
                 row, p = read(data, p)
@@ -189,7 +191,8 @@ def _rows(ctx: DecodeContext, tm: TableMap, type_code: int, data: bytes, p: int,
                                                before, pos)
                 append((before, after))
         elif type_code in _UPDATE:
-            read_after = compile_reader(tm, present_after) if present_after != present else read
+            read_after = (compile_reader(tm, present_after, null_shift=shift)
+                          if present_after != present else read)
             while p < end:
                 before, p = read(data, p)
                 after, p = read_after(data, p)
