@@ -60,16 +60,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         raise _Usage("--start-position must be >= 4")
     out = _out()
     failed = False
-    chunk: list[bytes] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal size
-        if chunk:
-            out.write(b"".join(chunk))
-            chunk.clear()
-            size = 0
-
+    buf = bytearray()
     for f in args.files:
         reader = BinlogReader(f, start=args.start_position, stop=args.stop_position,
                               verify_checksums=not args.no_verify)
@@ -83,23 +74,22 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
         try:
             if args.rows:
-                for row in iter_row_changes(checked(),
-                                            statement_every_row=args.statement_every_row):
-                    b = dumps(row)
-                    chunk.append(b)
-                    size += len(b)
-                    if size > 1 << 20:
-                        flush()
+                items = iter_row_changes(checked(), statement_every_row=args.statement_every_row)
+                for row in items:
+                    buf += dumps(row)
+                    if len(buf) > 1 << 20:
+                        out.write(buf)
+                        buf.clear()
             else:
                 for ev in checked():
-                    b = dumps(event_dict(ev))
-                    chunk.append(b)
-                    size += len(b)
-                    if size > 1 << 20:
-                        flush()
+                    buf += dumps(event_dict(ev))
+                    if len(buf) > 1 << 20:
+                        out.write(buf)
+                        buf.clear()
         except BinlogError as exc:
             errors.append(exc)
-        flush()
+        out.write(buf)
+        buf.clear()
         for err in errors:
             failed = True
             print(f"binlake: error: {err}", file=sys.stderr)

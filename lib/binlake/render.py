@@ -12,8 +12,8 @@ from .event import Event
 _OPTS = orjson.OPT_APPEND_NEWLINE
 
 
-def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj, option=_OPTS, default=_default)
+def dumps(obj: Any, _dumps: Any = orjson.dumps) -> bytes:
+    return _dumps(obj, _default, _OPTS)  # type: ignore[no-any-return]
 
 
 def _default(obj: Any) -> Any:
@@ -29,6 +29,9 @@ def _default(obj: Any) -> Any:
 def event_dict(ev: Event) -> dict[str, Any]:
     """One event as a JSON-ready dict: the common header plus the event's own fields."""
     d = ev.header_dict()
+    tm = ev.data.get("_table_map")
+    if tm is not None:
+        d.update(tm.describe())
     for k, v in ev.data.items():
         if k[0] == "_":
             continue

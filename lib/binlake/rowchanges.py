@@ -40,24 +40,17 @@ def iter_row_changes(events: Iterable[Event], *, statement_every_row: bool = Fal
             rows = data.get("rows")
             if rows is None:
                 continue
-            base: dict[str, Any] = {
-                "file": ev.file,
-                "pos": ev.pos,
-            }
-            if ev.payload_index is not None:
-                base["payload_index"] = ev.payload_index
+            file = ev.file
+            pos = ev.pos
+            pidx = ev.payload_index
             db = data["db"]
             table = data["table"]
             op = op_of(code)
             for i, (before, after) in enumerate(rows):
-                d = dict(base)
-                d["row"] = i
-                d["db"] = db
-                d["table"] = table
-                d["op"] = op
-                d["before"] = before
-                d["after"] = after
-                d["gtid"] = gtid
+                d = {"file": file, "pos": pos, "row": i, "db": db, "table": table, "op": op,
+                     "before": before, "after": after, "gtid": gtid}
+                if pidx is not None:
+                    d["payload_index"] = pidx
                 if statement is not None:
                     d["statement_pos"] = statement_pos
                     if statement_every_row or not statement_emitted:

@@ -23,7 +23,8 @@ def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], s
     Layout (strings/decimal.cc, decimal2bin): integer digits then fraction digits, in groups
     of 9 digits stored as 4-byte big-endian integers, with a leading/trailing partial group
     of DIG2BYTES[n] bytes.  The top bit of the first byte is flipped (1 = non-negative) and a
-    negative number has every byte inverted.
+    negative number has every byte inverted.  The reader is generated straight-line code for
+    the one (precision, scale) pair: it runs once per DECIMAL value.
     """
     intg = precision - scale
     ig0, igx = divmod(intg, 9)
@@ -34,37 +35,35 @@ def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], s
     bits = size * 8
     top = 1 << (bits - 1)
     ones = (1 << bits) - 1
-    fsz_bits = fsz * 8
-    fsz_mask = (1 << fsz_bits) - 1
-    ig_scale = 10 ** (9 * ig0)
-
-    def read(b: bytes) -> str:
-        x = int.from_bytes(b, "big")
-        neg = not x & top
-        x ^= top
-        if neg:
-            x ^= ones
-        frac = ""
-        if scale:
-            parts = []
-            if frx:
-                parts.append(f"{x & fsz_mask:0{frx}d}")
-                x >>= fsz_bits
-            for _ in range(fr0):
-                parts.append(f"{x & 0xFFFFFFFF:09d}")
-                x >>= 32
-            parts.reverse()
-            frac = "." + "".join(parts)
-        ival = 0
-        mul = 1
-        for _ in range(ig0):
-            ival += (x & 0xFFFFFFFF) * mul
-            mul *= 1_000_000_000
-            x >>= 32
-        ival += x * ig_scale  # the leading partial group
-        return ("-" if neg else "") + str(ival) + frac
-
-    return size, read
+    lines = ["def read(b):",
+             "    x = int.from_bytes(b, 'big')",
+             f"    if x & {top}:",
+             f"        x ^= {top}; sign = ''",
+             "    else:",
+             f"        x ^= {top ^ ones}; sign = '-'"]
+    frac_fmt = []
+    frac_vars = []
+    if frx:  # trailing partial fraction group (least significant bytes)
+        lines.append(f"    f{fr0} = x & {(1 << fsz * 8) - 1}; x >>= {fsz * 8}")
+    for k in reversed(range(fr0)):
+        lines.append(f"    f{k} = x & 0xFFFFFFFF; x >>= 32")
+    for k in range(fr0):
+        frac_fmt.append("%09d")
+        frac_vars.append(f"f{k}")
+    if frx:
+        frac_fmt.append(f"%0{frx}d")
+        frac_vars.append(f"f{fr0}")
+    int_terms = []
+    for k in range(ig0):  # full integer groups, least significant first
+        lines.append(f"    i{k} = x & 0xFFFFFFFF; x >>= 32")
+        int_terms.append(f"i{k} * {10 ** (9 * k)}" if k else "i0")
+    int_terms.append(f"x * {10 ** (9 * ig0)}" if ig0 else "x")
+    fmt = "%s%d" + ("." + "".join(frac_fmt) if scale else "")
+    args = ", ".join(["sign", " + ".join(int_terms), *frac_vars])
+    lines.append(f"    return '{fmt}' % ({args})")
+    namespace: dict[str, Callable[[bytes], str]] = {}
+    exec(compile("\n".join(lines), f"<decimal({precision},{scale})>", "exec"), namespace)
+    return size, namespace["read"]
 
 
 def fsp_bytes(fsp: int) -> int:

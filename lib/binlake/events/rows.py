@@ -50,9 +50,9 @@ def op_of(type_code: int) -> str:
 def table_map(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
     tm = decode_table_map(ctx, body, pos)
     ctx.table_maps[tm.table_id] = tm
-    d = tm.describe()
-    d["_table_map"] = tm
-    return d
+    # The column list is rendered only when an event is printed (render.event_dict):
+    # MariaDB logs a Table_map per transaction, and most readers only need the TableMap.
+    return {"table_id": tm.table_id, "db": tm.db, "table": tm.table, "_table_map": tm}
 
 
 def uncompress(ctx: DecodeContext, data: bytes, offset: int) -> bytes:
