@@ -369,8 +369,8 @@ class BinlogReader:
         if decoder is None:
             if type_code not in self._warned_types:
                 self._warned_types.add(type_code)
-                log.warning("%s: unknown event type %d at byte %d passed through raw",
-                            self.source, type_code, pos)
+                log.warning("%s: unknown event type %d (event body at byte %d) passed through "
+                            "raw", self.source, type_code, pos)
             return {"unknown": True, "raw_hex": body.hex()}, None
         try:
             return decoder(ctx, body, pos), None

@@ -9,7 +9,9 @@ import orjson
 
 from .event import Event
 
-_OPTS = orjson.OPT_APPEND_NEWLINE
+# PASSTHROUGH_SUBCLASS sends str/int subclasses to _default, so that a JSON DECIMAL
+# (mysql_json.JsonNumberText) is written as a bare number with its exact digits.
+_OPTS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
 def dumps(obj: Any, _dumps: Any = orjson.dumps) -> bytes:
@@ -17,6 +19,16 @@ def dumps(obj: Any, _dumps: Any = orjson.dumps) -> bytes:
 
 
 def _default(obj: Any) -> Any:
+    if isinstance(obj, str):
+        if type(obj).__name__ == "JsonNumberText":
+            return orjson.Fragment(str(obj))
+        return str(obj)
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, dict):
+        return dict(obj)
+    if isinstance(obj, list):
+        return list(obj)
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return {"hex": bytes(obj).hex()}
     if isinstance(obj, (set, frozenset, tuple)):

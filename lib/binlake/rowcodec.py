@@ -197,7 +197,12 @@ def _emit_value(g: _Gen, col: Column, var: str, ind: int) -> None:
         else:
             e("n = buf[p]; p += 1", ind)
         e("s = buf[p:p + n]; p += n", ind)
-        _emit_text(g, col, var, ind)
+        if t == T.STRING and column_codec(col) is None:
+            # BINARY(n): the binlog drops trailing 0x00 bytes, the value has them
+            # (field.cc Field_string::unpack pads with the charset's pad char, 0x00 for binary).
+            e(f"{var} = {{'hex': s.hex().ljust({2 * col.length}, '0')}}", ind)
+        else:
+            _emit_text(g, col, var, ind)
     elif t in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.GEOMETRY, T.JSON, T.VECTOR):
         nlen = col.length
         if nlen not in (1, 2, 3, 4):

@@ -309,7 +309,9 @@ def _str_values(data: bytes) -> list[tuple[str, ...]]:
 def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, pos: int) -> None:
     cols = tm.columns
     flavor = ctx.fde.flavor
-    numeric = [c for c in cols if c.type in _NUMERIC]
+    # MariaDB's server counts YEAR among the numeric columns of the SIGNEDNESS field (its
+    # Field_year is a Field_tiny: sql/field.h binlog_type_info); MySQL does not.
+    numeric = [c for c in cols if c.type in _NUMERIC or (c.type == T.YEAR and flavor == "mariadb")]
     character = [c for c in cols if _is_character(c, flavor)]
     enum_set = [c for c in cols if c.type in (T.ENUM, T.SET)]
     while p < len(body):

@@ -1,0 +1,757 @@
+"""MySQL binary JSON (the storage format of a ``JSON`` column) and partial JSON updates.
+
+MySQL only: MariaDB stores ``JSON`` as ``LONGTEXT`` and its row images carry plain text.
+
+Binary JSON (MySQL ``sql-common/json_binary.cc``, ``json_binary.h``)
+====================================================================
+
+A document is one type byte followed by the value::
+
+    0x00 small object   0x01 large object   0x02 small array   0x03 large array
+    0x04 literal (0x00 null, 0x01 true, 0x02 false)
+    0x05 int16  0x06 uint16  0x07 int32  0x08 uint32  0x09 int64  0x0A uint64
+    0x0B double (IEEE 754, little-endian)
+    0x0C string: variable-length length, then utf8mb4 bytes
+    0x0F opaque: MySQL column type byte, variable-length length, then bytes
+
+An object/array is ``count``, ``size in bytes``, then (objects only) ``count`` key entries
+``(key offset, key length u16)``, then ``count`` value entries ``(type u8, offset-or-inline)``.
+Offsets and the two counts are u16 in the small form and u32 in the large form; every offset
+is relative to the first byte after the container's type byte.  Literals and (u)int16 are
+inlined in the value entry; (u)int32 only in the large form.  The "variable length" of strings
+and opaques is 7 bits per byte, least significant first, high bit = "more" (at most 5 bytes).
+
+How values are returned (MySQL's ``Json_wrapper::to_string``, ``sql-common/json_dom.cc``)
+===========================================================================================
+
+dict (keys in stored order, which MySQL keeps sorted by key length, then bytes), list, str,
+int, float, bool, None; and for opaque values what MySQL prints for them in JSON text:
+
+* ``NEWDECIMAL`` -> :class:`JsonNumberText`, a ``str`` subclass holding the exact decimal
+  text as ``decimal2string`` prints it (scale kept: ``9.00`` stays ``9.00``).  It is a JSON
+  *number*: the rendering layer must emit it raw, without quotes.  (orjson would serialize
+  it as a quoted string by default, and a float would lose digits.)
+* ``DATE``/``TIME``/``DATETIME``/``TIMESTAMP`` (an 8-byte "packed" longlong) -> the string
+  ``my_TIME_to_str(t, 6)`` prints: ``2015-01-15``, ``23:24:25.000000``,
+  ``2015-01-15 23:24:25.000000``.
+* ``VAR_STRING`` -> the bytes as a string (``wrapper_to_string`` treats it as J_STRING).
+* any other column type -> ``"base64:typeNN:<base64>"`` (MySQL's base64 breaks lines every
+  76 characters, ``mysys/base64.cc``).
+
+An empty document is JSON null (``json_binary::parse_binary``).  Anything malformed or
+truncated raises :class:`~binlake.errors.CorruptEventError`; nesting deeper than MySQL's
+``JSON_DOCUMENT_MAX_DEPTH`` (100) is malformed too.
+
+Partial updates (MySQL 8.0 ``PARTIAL_UPDATE_ROWS_EVENT``, ``binlog_row_value_options=PARTIAL_JSON``)
+====================================================================================================
+
+In the after image, a JSON column whose partial bit is set holds a diff vector instead of a
+document (``Json_diff_vector::write_binary`` / ``read_binary``, ``sql-common/json_diff.cc``)::
+
+    u32 LE  length of the diffs that follow (not counting these 4 bytes)
+    per diff:  u8 operation (0 REPLACE, 1 INSERT, 2 REMOVE)
+               packed length + path text (``Json_path::to_string``, e.g. ``$.a[1]."b c"``)
+               unless REMOVE: packed length + binary JSON value
+
+:func:`apply_json_diffs` applies them to the before-image value like ``apply_json_diff``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, NoReturn
+
+from binlake.constants import ColumnType
+from binlake.errors import CorruptEventError
+
+__all__ = [
+    "MAX_DEPTH",
+    "JsonDiff",
+    "JsonDiffOp",
+    "JsonNumberText",
+    "apply_json_diffs",
+    "decode_json",
+    "read_json_diffs",
+]
+
+# JSON_DOCUMENT_MAX_DEPTH (sql-common/json_syntax_check.h); check_json_depth() rejects depth > it.
+MAX_DEPTH = 100
+
+# Type bytes (json_binary.cc, JSONB_TYPE_*).
+_SMALL_OBJECT = 0x00
+_LARGE_OBJECT = 0x01
+_SMALL_ARRAY = 0x02
+_LARGE_ARRAY = 0x03
+_LITERAL = 0x04
+_INT16 = 0x05
+_UINT16 = 0x06
+_INT32 = 0x07
+_UINT32 = 0x08
+_STRING = 0x0C
+_OPAQUE = 0x0F
+
+_LITERALS: dict[int, bool | None] = {0x00: None, 0x01: True, 0x02: False}
+
+_COUNTS_SMALL = struct.Struct("<HH")  # element count, size in bytes
+_COUNTS_LARGE = struct.Struct("<II")
+_KEY_SMALL = struct.Struct("<HH")  # key offset, key length
+_KEY_LARGE = struct.Struct("<IH")
+_VALUE_SMALL = struct.Struct("<BH")  # type, offset or inlined value
+_VALUE_LARGE = struct.Struct("<BI")
+_U32 = struct.Struct("<I")
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+
+# Non-inlined numeric scalars: type byte -> reader (parse_scalar in json_binary.cc).
+_NUMBERS: dict[int, struct.Struct] = {
+    0x05: struct.Struct("<h"),
+    0x06: struct.Struct("<H"),
+    0x07: struct.Struct("<i"),
+    0x08: struct.Struct("<I"),
+    0x09: _I64,
+    0x0A: struct.Struct("<Q"),
+    0x0B: _F64,
+}
+
+_TEMPORAL_TYPES = frozenset(
+    {ColumnType.DATE, ColumnType.TIME, ColumnType.DATETIME, ColumnType.TIMESTAMP}
+)
+
+
+class JsonNumberText(str):
+    """The exact text of a JSON number that has no lossless Python value (a MySQL DECIMAL).
+
+    A ``str`` subclass so that it is hashable, comparable and cheap.  The rendering layer must
+    write it *unquoted*, since it is a number in JSON.  With orjson, which otherwise writes str
+    subclasses as strings: ``orjson.dumps(v, option=orjson.OPT_PASSTHROUGH_SUBCLASS,
+    default=lambda o: orjson.Fragment(o.encode()) if isinstance(o, JsonNumberText) else ...)``.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"JsonNumberText({str.__repr__(self)})"
+
+
+class _Malformed(Exception):
+    """Internal: the bytes are not what the format allows (message says why)."""
+
+
+def _bad(message: str) -> NoReturn:
+    raise _Malformed(message)
+
+
+def _corrupt(
+    message: str, data: bytes | None, file: str | None, offset: int | None
+) -> CorruptEventError:
+    return CorruptEventError(message, file=file, offset=offset, raw=data)
+
+
+# --------------------------------------------------------------------------- binary JSON
+
+
+def decode_json(
+    data: bytes | bytearray | memoryview, *, file: str | None = None, offset: int | None = None
+) -> object:
+    """Decode one binary JSON document (a JSON column value without its length prefix).
+
+    ``file`` and ``offset`` only locate the :class:`CorruptEventError` raised for bad input.
+    """
+    buf = data if isinstance(data, bytes) else bytes(data)
+    try:
+        return _Decoder(buf).document()
+    except _Malformed as exc:
+        raise _corrupt(f"malformed MySQL binary JSON: {exc}", buf, file, offset) from None
+    except (struct.error, IndexError, ValueError, RecursionError) as exc:  # safety net
+        raise _corrupt(f"malformed MySQL binary JSON: {exc!r}", buf, file, offset) from None
+
+
+class _Decoder:
+    """One document's bytes plus a budget that bounds the work on crafted input.
+
+    In a document MySQL wrote, every value entry occupies its own bytes, so the number of
+    entries visited cannot exceed the document length.  Entries that point at shared
+    containers could otherwise make a tiny input expand exponentially.
+    """
+
+    __slots__ = ("budget", "data")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.budget = len(data)
+
+    def document(self) -> object:
+        data = self.data
+        if not data:
+            return None  # json_binary::parse_binary: an empty value is the null literal
+        return self.value(data[0], 1, len(data), 0)
+
+    def value(self, type_: int, pos: int, end: int, depth: int) -> object:
+        """The value of type ``type_`` stored at ``pos``; it must end by ``end``."""
+        if type_ == _STRING:
+            return self.string(pos, end)
+        if type_ <= _LARGE_ARRAY:
+            return self.container(type_, pos, end, depth)
+        if type_ == _LITERAL:
+            if pos >= end:
+                _bad("literal truncated")
+            return _literal(self.data[pos])
+        reader = _NUMBERS.get(type_)
+        if reader is not None:
+            if pos + reader.size > end:
+                _bad(f"number of type {type_:#x} truncated")
+            number = reader.unpack_from(self.data, pos)[0]
+            if type_ == 0x0B and not math.isfinite(number):
+                _bad("double is not finite")  # MySQL JSON cannot hold NaN/Infinity
+            return number
+        if type_ == _OPAQUE:
+            return self.opaque(pos, end)
+        _bad(f"unknown value type {type_:#x}")
+
+    def varlen(self, pos: int, end: int) -> tuple[int, int]:
+        """read_variable_length(): 7 bits per byte, LSB first, at most 5 bytes, <= 2**32-1."""
+        data = self.data
+        if pos >= end:
+            _bad("length truncated")
+        byte = data[pos]
+        if byte < 0x80:
+            return byte, pos + 1
+        length = 0
+        for i in range(min(5, end - pos)):
+            byte = data[pos + i]
+            length |= (byte & 0x7F) << (7 * i)
+            if byte < 0x80:
+                if length > 0xFFFFFFFF:
+                    _bad("length above 2**32-1")
+                return length, pos + i + 1
+        _bad("length not terminated")
+
+    def string(self, pos: int, end: int) -> str:
+        length, pos = self.varlen(pos, end)
+        stop = pos + length
+        if stop > end:
+            _bad("string runs past its container")
+        return _utf8(self.data[pos:stop], "string")
+
+    def opaque(self, pos: int, end: int) -> object:
+        if pos >= end:
+            _bad("opaque value truncated")
+        field_type = self.data[pos]
+        length, pos = self.varlen(pos + 1, end)
+        if pos + length > end:
+            _bad("opaque value runs past its container")
+        return _render_opaque(field_type, self.data[pos:pos + length])
+
+    def container(self, type_: int, pos: int, end: int, depth: int) -> object:
+        """parse_array_or_object() + Value::element()/key() of json_binary.cc."""
+        depth += 1
+        if depth > MAX_DEPTH:
+            _bad(f"nesting deeper than {MAX_DEPTH}")
+        large = type_ & 1
+        counts = _COUNTS_LARGE if large else _COUNTS_SMALL
+        if end - pos < counts.size:
+            _bad("container header truncated")
+        count, size = counts.unpack_from(self.data, pos)
+        if size > end - pos:
+            _bad(f"container of {size} bytes runs past its parent ({end - pos} left)")
+        is_object = type_ <= _LARGE_OBJECT
+        values = _VALUE_LARGE if large else _VALUE_SMALL
+        keys = _KEY_LARGE if large else _KEY_SMALL
+        key_bytes = count * keys.size if is_object else 0
+        header = counts.size + key_bytes + count * values.size
+        if header > size:
+            _bad(f"{count} entries do not fit in a container of {size} bytes")
+        self.budget -= count
+        if self.budget < 0:
+            _bad("value entries overlap (more entries than bytes)")
+        first_value = pos + counts.size + key_bytes
+        entries = values.iter_unpack(self.data[first_value:first_value + count * values.size])
+        stop = pos + size
+        entry = self.entry
+        if not is_object:
+            return [entry(t, v, pos, stop, header, large, depth) for t, v in entries]
+        names = self.keys(keys, pos + counts.size, count, pos, header, size)
+        return {
+            name: entry(t, v, pos, stop, header, large, depth)
+            for name, (t, v) in zip(names, entries)
+        }
+
+    def keys(
+        self, keys: struct.Struct, first: int, count: int, base: int, header: int, size: int
+    ) -> list[str]:
+        data = self.data
+        names = []
+        for key_offset, key_length in keys.iter_unpack(data[first:first + count * keys.size]):
+            if key_offset < header or key_offset + key_length > size:
+                _bad(f"key at {key_offset}+{key_length} outside the key area")
+            start = base + key_offset
+            names.append(_utf8(data[start:start + key_length], "object key"))
+        return names
+
+    def entry(
+        self, type_: int, field: int, base: int, stop: int, header: int, large: int, depth: int
+    ) -> object:
+        """One value entry: an inlined scalar, or an offset from ``base`` to the value."""
+        if type_ == _LITERAL:
+            return _literal(field & 0xFF)
+        if type_ == _INT16:
+            field &= 0xFFFF
+            return field - 0x10000 if field & 0x8000 else field
+        if type_ == _UINT16:
+            return field & 0xFFFF
+        if large and type_ == _INT32:
+            return field - 0x100000000 if field & 0x80000000 else field
+        if large and type_ == _UINT32:
+            return field
+        if field < header or base + field >= stop:
+            _bad(f"value offset {field} outside the container")
+        return self.value(type_, base + field, stop, depth)
+
+
+def _literal(byte: int) -> bool | None:
+    try:
+        return _LITERALS[byte]
+    except KeyError:
+        _bad(f"unknown literal {byte:#x}")
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        _bad(f"{what} is not valid UTF-8")
+
+
+# --------------------------------------------------------------------------- opaque values
+
+
+def _render_opaque(field_type: int, payload: bytes) -> object:
+    """What Json_wrapper::to_string() prints for an opaque value (json_dom.cc)."""
+    if field_type == ColumnType.NEWDECIMAL:
+        return JsonNumberText(_decimal_text(payload))
+    if field_type in _TEMPORAL_TYPES:
+        if len(payload) != 8:
+            _bad(f"packed temporal value of {len(payload)} bytes (expected 8)")
+        return _temporal_text(field_type, _I64.unpack(payload)[0])
+    if field_type == ColumnType.VAR_STRING:
+        # wrapper_to_string(): "Treat strings saved in opaque as plain json strings".
+        try:
+            return payload.decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # not text after all: print it like any other opaque value
+    return f"base64:type{field_type}:{_mysql_base64(payload)}"
+
+
+def _mysql_base64(payload: bytes) -> str:
+    """mysys/base64.cc base64_encode(): standard alphabet, a newline every 76 characters."""
+    text = base64.b64encode(payload).decode("ascii")
+    if len(text) <= 76:
+        return text
+    return "\n".join(text[i:i + 76] for i in range(0, len(text), 76))
+
+
+# Digits per byte count of a partial decimal group (strings/decimal.cc, dig2bytes).
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+_DIGITS_PER_WORD = 9
+_MAX_PRECISION = 65  # DECIMAL_MAX_PRECISION
+_MAX_SCALE = 30  # DECIMAL_MAX_SCALE
+
+
+def _decimal_text(payload: bytes) -> str:
+    """Json_decimal::convert_from_binary(): precision, scale, then decimal2bin() bytes.
+
+    Printed as decimal2string() does: no leading zeros, "0" before the point, exactly
+    ``scale`` digits after it, "-" when the sign bit says negative.
+    """
+    if len(payload) < 2:
+        _bad("decimal opaque without precision and scale")
+    precision, scale = payload[0], payload[1]
+    if not (1 <= precision <= _MAX_PRECISION and scale <= _MAX_SCALE and scale <= precision):
+        _bad(f"decimal({precision},{scale}) is not a valid DECIMAL type")
+    intg = precision - scale
+    size = _decimal_bin_size(intg, scale)
+    if len(payload) - 2 != size:
+        _bad(f"decimal({precision},{scale}) needs {size} bytes, found {len(payload) - 2}")
+    body = payload[2:]
+    # decimal2bin(): the first bit is flipped so that the bytes sort; negatives are inverted.
+    negative = not body[0] & 0x80
+    number = int.from_bytes(body, "big") ^ (1 << (8 * size - 1))
+    if negative:
+        number ^= (1 << (8 * size)) - 1
+    digits = number.to_bytes(size, "big")
+    int_digits, pos = _decimal_groups(digits, 0, intg, leading=True)
+    frac_digits, _ = _decimal_groups(digits, pos, scale, leading=False)
+    text = int_digits.lstrip("0") or "0"
+    if scale:
+        text = f"{text}.{frac_digits}"
+    return f"-{text}" if negative else text
+
+
+def _decimal_bin_size(intg: int, scale: int) -> int:
+    """decimal_bin_size(): 4 bytes per 9 digits plus dig2bytes[] for the remainders."""
+    full_int, rest_int = divmod(intg, _DIGITS_PER_WORD)
+    full_frac, rest_frac = divmod(scale, _DIGITS_PER_WORD)
+    return (full_int + full_frac) * 4 + _DIG2BYTES[rest_int] + _DIG2BYTES[rest_frac]
+
+
+def _decimal_groups(digits: bytes, pos: int, count: int, *, leading: bool) -> tuple[str, int]:
+    """Read ``count`` decimal digits: 9 per big-endian u32, the partial group first (integer
+    part) or last (fraction), in dig2bytes[] bytes.  Returns the zero-padded digit text."""
+    full, rest = divmod(count, _DIGITS_PER_WORD)
+    widths = [_DIGITS_PER_WORD] * full
+    if rest and leading:
+        widths.insert(0, rest)
+    elif rest:
+        widths.append(rest)
+    parts = []
+    for width in widths:
+        nbytes = 4 if width == _DIGITS_PER_WORD else _DIG2BYTES[width]
+        group = int.from_bytes(digits[pos:pos + nbytes], "big")
+        if group >= 10**width:
+            _bad(f"decimal digit group {group} has more than {width} digits")
+        parts.append(str(group).zfill(width))
+        pos += nbytes
+    return "".join(parts), pos
+
+
+def _temporal_text(field_type: int, packed: int) -> str:
+    """TIME_from_longlong_packed() then my_TIME_to_str(t, 6) (mysys/my_time.cc).
+
+    Packed layout: sign, then the value's absolute int part << 24 | microseconds.
+    DATETIME/DATE/TIMESTAMP int part: ((year*13 + month) << 5 | day) << 17 | h << 12 | m << 6 | s.
+    TIME int part: hour << 12 | minute << 6 | second.
+    """
+    negative = packed < 0
+    packed = -packed if negative else packed
+    micros = packed % (1 << 24)
+    whole = packed >> 24
+    if field_type == ColumnType.TIME:
+        hour = (whole >> 12) % (1 << 10)
+        minute, second = (whole >> 6) % (1 << 6), whole % (1 << 6)
+        sign = "-" if negative else ""
+        # my_time_to_str(): hours have at least two digits, may have more.
+        return f"{sign}{hour:02d}:{_two(minute)}:{_two(second)}.{micros % 1000000:06d}"
+    ymd, hms = whole >> 17, whole % (1 << 17)
+    day, year_month = ymd % (1 << 5), ymd >> 5
+    year, month = divmod(year_month, 13)
+    date = f"{_two(year // 100)}{_two(year % 100)}-{_two(month)}-{_two(day)}"
+    if field_type == ColumnType.DATE:
+        return date  # my_date_to_str(): no time part, the sign is not printed
+    hour, minute, second = hms >> 12, (hms >> 6) % (1 << 6), hms % (1 << 6)
+    return f"{date} {_two(hour)}:{_two(minute)}:{_two(second)}.{micros % 1000000:06d}"
+
+
+def _two(value: int) -> str:
+    """format_two_digits() (my_time.cc): out-of-range values print as 00."""
+    return f"{value:02d}" if 0 <= value < 100 else "00"
+
+
+# --------------------------------------------------------------------------- JSON diffs
+
+
+class JsonDiffOp(IntEnum):
+    """enum_json_diff_operation (sql-common/json_diff.h)."""
+
+    REPLACE = 0
+    INSERT = 1
+    REMOVE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class JsonDiff:
+    """One logical change of a JSON column: ``value`` is None for REMOVE (and for JSON null)."""
+
+    op: JsonDiffOp
+    path: str
+    value: object = None
+
+
+# A parsed path leg: a member name, or an array index (index, counted from the end?).
+_Leg = str | tuple[int, bool]
+
+_LENGTH_PREFIX = 4  # Json_diff_vector::ENCODED_LENGTH_BYTES
+
+
+def read_json_diffs(
+    data: bytes | bytearray | memoryview,
+    pos: int,
+    *,
+    file: str | None = None,
+    offset: int | None = None,
+) -> tuple[list[JsonDiff], int]:
+    """Read a diff vector starting at ``data[pos]`` (its u32 length prefix included).
+
+    Returns the diffs and the position just after the vector.  Values are decoded with
+    :func:`decode_json`; each path is checked to parse.  ``file``/``offset`` locate errors.
+    """
+    buf = data if isinstance(data, bytes) else bytes(data)
+    try:
+        return _read_diff_vector(buf, pos)
+    except _Malformed as exc:
+        raise _corrupt(f"malformed JSON diff vector: {exc}", buf[pos:], file, offset) from None
+    except (struct.error, IndexError, ValueError, RecursionError) as exc:  # safety net
+        raise _corrupt(f"malformed JSON diff vector: {exc!r}", buf[pos:], file, offset) from None
+
+
+def _read_diff_vector(data: bytes, pos: int) -> tuple[list[JsonDiff], int]:
+    """Json_diff_vector::read_binary(): u32 length, then diffs filling exactly that length."""
+    if pos < 0 or pos + _LENGTH_PREFIX > len(data):
+        _bad("length prefix truncated")
+    (length,) = _U32.unpack_from(data, pos)
+    pos += _LENGTH_PREFIX
+    end = pos + length
+    if end > len(data):
+        _bad(f"diffs of {length} bytes run past the row ({len(data) - pos} left)")
+    diffs = []
+    while pos < end:
+        diff, pos = _read_diff(data, pos, end)
+        diffs.append(diff)
+    return diffs, end
+
+
+def _read_diff(data: bytes, pos: int, end: int) -> tuple[JsonDiff, int]:
+    """read_json_diff() (json_diff.cc): operation, path, and unless REMOVE a value."""
+    op_byte = data[pos]
+    if op_byte > JsonDiffOp.REMOVE:
+        _bad(f"unknown diff operation {op_byte}")
+    op = JsonDiffOp(op_byte)
+    raw_path, pos = _packed_string(data, pos + 1, end, "path")
+    path = _utf8(raw_path, "diff path")
+    _parse_path(path)  # parse_path() rejects the diff if the path is not valid
+    if op is JsonDiffOp.REMOVE:
+        return JsonDiff(op, path), pos
+    raw_value, pos = _packed_string(data, pos, end, "value")
+    return JsonDiff(op, path, _Decoder(raw_value).document()), pos
+
+
+def _packed_string(data: bytes, pos: int, end: int, what: str) -> tuple[bytes, int]:
+    length, pos = _packed_length(data, pos, end, what)
+    if pos + length > end:
+        _bad(f"{what} of {length} bytes runs past the diff vector")
+    return data[pos:pos + length], pos + length
+
+
+def _packed_length(data: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
+    """net_field_length_checked(): <251 itself; 252/253/254 + 2/3/8 bytes LE; 251 is NULL."""
+    if pos >= end:
+        _bad(f"{what} length truncated")
+    first = data[pos]
+    if first < 251:
+        return first, pos + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None:
+        _bad(f"{what} length has invalid first byte {first}")
+    if pos + 1 + width > end:
+        _bad(f"{what} length truncated")
+    return int.from_bytes(data[pos + 1:pos + 1 + width], "little"), pos + 1 + width
+
+
+# Json path text (sql-common/json_path.cc parse_path(); only what Json_path::to_string writes
+# for diffs: member legs and array cells, optionally counted from "last").
+_WHITESPACE = " \t\n\r\x0b\x0c"
+_MEMBER_END = _WHITESPACE + "[.*"
+
+
+def _parse_path(text: str) -> list[_Leg]:
+    i = _skip_ws(text, 0)
+    if i >= len(text) or text[i] != "$":
+        _bad(f"path {text!r} does not start with $")
+    i = _skip_ws(text, i + 1)
+    legs: list[_Leg] = []
+    while i < len(text):
+        if text[i] == ".":
+            name, i = _member_leg(text, _skip_ws(text, i + 1))
+            legs.append(name)
+        elif text[i] == "[":
+            cell, i = _array_leg(text, _skip_ws(text, i + 1))
+            legs.append(cell)
+        else:
+            _bad(f"unsupported path leg at {i} in {text!r}")
+        i = _skip_ws(text, i)
+    return legs
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in _WHITESPACE:
+        i += 1
+    return i
+
+
+def _member_leg(text: str, i: int) -> tuple[str, int]:
+    """``.name`` or ``."quoted name"`` (JSON string escapes in both, as parse_member_leg())."""
+    if i >= len(text) or text[i] == "*":
+        _bad(f"member wildcard or empty member in {text!r}")
+    if text[i] == '"':
+        j = i + 1
+        while j < len(text) and text[j] != '"':
+            j += 2 if text[j] == "\\" else 1
+        stop = j + 1
+        quoted = text[i:stop]
+    else:
+        stop = i
+        while stop < len(text) and text[stop] not in _MEMBER_END:
+            stop += 1
+        quoted = f'"{text[i:stop]}"'
+    if stop == i or stop > len(text):
+        _bad(f"bad member name in {text!r}")
+    try:
+        name = json.loads(quoted)
+        name.encode("utf-8")  # rejects lone surrogates from \ud800-style escapes
+    except (ValueError, AttributeError):
+        _bad(f"bad member name in {text!r}")
+    if not isinstance(name, str):
+        _bad(f"bad member name in {text!r}")
+    return name, stop
+
+
+def _array_leg(text: str, i: int) -> tuple[tuple[int, bool], int]:
+    """``[n]``, ``[last]`` or ``[last-n]`` (parse_array_index(); ranges and * not allowed)."""
+    from_end = text.startswith("last", i)
+    index = 0
+    if from_end:
+        i = _skip_ws(text, i + 4)
+        if i < len(text) and text[i] == "-":
+            index, i = _digits(text, _skip_ws(text, i + 1))
+    else:
+        index, i = _digits(text, i)
+    i = _skip_ws(text, i)
+    if i >= len(text) or text[i] != "]":
+        _bad(f"unsupported array leg in {text!r}")
+    return (index, from_end), i + 1
+
+
+def _digits(text: str, i: int) -> tuple[int, int]:
+    start = i
+    while i < len(text) and "0" <= text[i] <= "9":
+        i += 1
+    if i == start:
+        _bad(f"array index expected at {start} in {text!r}")
+    value = int(text[start:i])
+    if value > 0xFFFFFFFF:
+        _bad(f"array index {value} above 2**32-1")
+    return value, i
+
+
+def apply_json_diffs(
+    doc: object,
+    diffs: Sequence[JsonDiff],
+    *,
+    file: str | None = None,
+    offset: int | None = None,
+) -> object:
+    """Apply diffs in order to a decoded before-image value, as apply_json_diff() does.
+
+    REPLACE needs the path to exist; INSERT needs the parent to exist and, for a member,
+    the member not to exist (an array insert at n shifts the rest; past the end appends);
+    REMOVE needs the path to exist.  A diff that MySQL would reject
+    (``enum_json_diff_status::REJECTED``) raises :class:`CorruptEventError`.
+
+    The input is not modified.  The result shares unchanged sub-values with ``doc`` and
+    with the diff values, so treat all of them as read-only.
+    """
+    try:
+        for diff in diffs:
+            doc = _apply_one(doc, diff)
+    except _Malformed as exc:
+        raise _corrupt(f"JSON diff cannot be applied: {exc}", None, file, offset) from None
+    return doc
+
+
+def _apply_one(doc: object, diff: JsonDiff) -> object:
+    legs = _parse_path(diff.path)
+    if not legs:
+        if diff.op is JsonDiffOp.REPLACE:
+            return diff.value  # MySQL never writes this (asserts a leg); the meaning is clear
+        _bad(f"{diff.op.name} at the document root")
+    chain: list[tuple[Any, Any]] = []  # (container, key) from the root to the parent
+    node = doc
+    for leg in legs[:-1]:
+        key = _existing_child(node, leg, diff)
+        chain.append((node, key))
+        node = node[key]  # type: ignore[index]
+    new = _change_parent(node, legs[-1], diff)
+    for parent, key in reversed(chain):  # copy-on-write back up to the root
+        parent = parent.copy()
+        parent[key] = new
+        new = parent
+    return new
+
+
+def _existing_child(node: object, leg: _Leg, diff: JsonDiff) -> str | int:
+    """seek_exact_path(): members only in objects, cells only in arrays, no auto-wrapping."""
+    if isinstance(leg, str):
+        if isinstance(node, dict) and leg in node:
+            return leg
+    elif isinstance(node, list):
+        position, within = _array_position(leg, len(node))
+        if within:
+            return position
+    _bad(f"{diff.op.name} {diff.path}: path not found")
+
+
+def _array_position(leg: tuple[int, bool], length: int) -> tuple[int, bool]:
+    """Json_array_index (json_path.h): position, and whether the index is within bounds."""
+    index, from_end = leg
+    if from_end:
+        return (length - index - 1 if index < length else 0), index < length
+    return min(index, length), index < length
+
+
+def _change_parent(node: object, leg: _Leg, diff: JsonDiff) -> object:
+    """The last leg: a copy of ``node`` with the change made (apply_json_diff())."""
+    if isinstance(leg, str) and isinstance(node, dict):
+        return _change_object(node, leg, diff)
+    if isinstance(leg, tuple) and isinstance(node, list):
+        return _change_array(node, leg, diff)
+    _bad(f"{diff.op.name} {diff.path}: parent is not a matching container")
+
+
+def _change_object(node: dict[str, Any], key: str, diff: JsonDiff) -> dict[str, Any]:
+    present = key in node
+    if diff.op is JsonDiffOp.INSERT:
+        if present:
+            _bad(f"INSERT {diff.path}: member already exists")
+        return _insert_member(node, key, diff.value)
+    if not present:
+        _bad(f"{diff.op.name} {diff.path}: member not found")
+    new = node.copy()
+    if diff.op is JsonDiffOp.REPLACE:
+        new[key] = diff.value
+    else:
+        del new[key]
+    return new
+
+
+def _insert_member(node: dict[str, Any], key: str, value: object) -> dict[str, Any]:
+    """Place the new key where MySQL's object map would (Json_key_comparator: length, bytes)."""
+    order = _key_order(key)
+    items = list(node.items())
+    at = next((i for i, (k, _) in enumerate(items) if _key_order(k) > order), len(items))
+    items.insert(at, (key, value))
+    return dict(items)
+
+
+def _key_order(key: str) -> tuple[int, bytes]:
+    raw = key.encode("utf-8", "surrogatepass")
+    return len(raw), raw
+
+
+def _change_array(node: list[Any], leg: tuple[int, bool], diff: JsonDiff) -> list[Any]:
+    position, within = _array_position(leg, len(node))
+    new = node.copy()
+    if diff.op is JsonDiffOp.INSERT:
+        new.insert(position, diff.value)  # Json_array::insert_alias(): at or past the end
+        return new
+    if not within:
+        _bad(f"{diff.op.name} {diff.path}: array index out of range")
+    if diff.op is JsonDiffOp.REPLACE:
+        new[position] = diff.value
+    else:
+        del new[position]
+    return new

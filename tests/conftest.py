@@ -1,0 +1,86 @@
+"""Shared fixtures.
+
+``mariadb``: one private MariaDB server for the whole session (started lazily, stopped at the end).
+``mariadb_factory``: call it to get a fresh server with its own datadir and binlog sequence
+(``mariadb_factory(options={...})``); every server it made is stopped after the test.
+``fresh_mariadb``: a fresh server with default options.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+try:
+    import binlake  # noqa: F401
+except ImportError:  # not installed into the virtualenv: use the source tree
+    sys.path.insert(0, str(ROOT / "lib"))
+
+from binlake.devserver import MariaDBServer, ServerError, free_port  # noqa: E402
+
+HAVE_MARIADB = bool(shutil.which("mariadbd") and shutil.which("mariadb-install-db"))
+
+
+def _start(base: Path, template: Path, **kw: object) -> MariaDBServer:
+    """Start a server on a free port, retrying if another process grabs the port first."""
+    last: Exception | None = None
+    for _ in range(3):
+        srv = MariaDBServer(base, port=free_port(), **kw)  # type: ignore[arg-type]
+        srv.init(template=template)
+        try:
+            return srv.start()
+        except ServerError as exc:
+            srv.kill()
+            last = exc
+            if "already in use" not in str(exc):
+                raise
+    raise ServerError(f"no free port after 3 tries: {last}")
+
+
+@pytest.fixture(scope="session")
+def mariadb_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An initialised (never started) datadir; servers copy it instead of running install-db."""
+    if not HAVE_MARIADB:
+        pytest.skip("mariadbd / mariadb-install-db not on PATH")
+    srv = MariaDBServer(tmp_path_factory.mktemp("mariadb-template"), port=free_port())
+    srv.init()
+    return srv.datadir
+
+
+@pytest.fixture(scope="session")
+def mariadb(
+    tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path
+) -> Iterator[MariaDBServer]:
+    srv = _start(tmp_path_factory.mktemp("mariadb"), mariadb_template)
+    try:
+        yield srv
+    finally:
+        srv.stop(timeout=30)
+
+
+@pytest.fixture
+def mariadb_factory(
+    tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path
+) -> Iterator[Callable[..., MariaDBServer]]:
+    made: list[MariaDBServer] = []
+
+    def make(**kw: object) -> MariaDBServer:
+        srv = _start(tmp_path_factory.mktemp("mariadb-fresh"), mariadb_template, **kw)
+        made.append(srv)
+        return srv
+
+    try:
+        yield make
+    finally:
+        for srv in made:
+            srv.stop(timeout=30)
+
+
+@pytest.fixture
+def fresh_mariadb(mariadb_factory: Callable[..., MariaDBServer]) -> MariaDBServer:
+    return mariadb_factory()
