@@ -84,7 +84,7 @@ def test_clean_file_decodes(f: CorpusFile, caplog: pytest.LogCaptureFixture) -> 
 def test_damaged_file_gives_typed_error(rel: str) -> None:
     f = BROKEN[rel]
     cls, offset = EXPECTED_ERRORS[rel]
-    events, fatal = _walk(f)
+    _events, fatal = _walk(f)
     assert isinstance(fatal, cls), f"{rel}: {fatal!r}"
     assert fatal.offset == offset
     assert fatal.file is not None and f.path.name in fatal.file

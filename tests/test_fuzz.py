@@ -77,7 +77,7 @@ def samples() -> list[tuple[str, bytes]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_truncated_files_raise_only_binlog_errors(samples, tmp_path: Path, data) -> None:
-    rel, raw = data.draw(st.sampled_from(samples))
+    _rel, raw = data.draw(st.sampled_from(samples))
     cut = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))
     p = tmp_path / "cut.bin"
     p.write_bytes(raw[:cut])
@@ -91,7 +91,7 @@ def test_truncated_files_raise_only_binlog_errors(samples, tmp_path: Path, data)
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_files_raise_only_binlog_errors(samples, tmp_path: Path, data) -> None:
-    rel, raw = data.draw(st.sampled_from(samples))
+    _rel, raw = data.draw(st.sampled_from(samples))
     buf = bytearray(raw)
     for _ in range(data.draw(st.integers(min_value=1, max_value=8))):
         i = data.draw(st.integers(min_value=0, max_value=len(buf) - 1))
@@ -108,7 +108,7 @@ def test_mutated_files_raise_only_binlog_errors(samples, tmp_path: Path, data) -
 
 
 def test_a_flipped_byte_is_caught_by_the_checksum(samples, tmp_path: Path) -> None:
-    rel, raw = samples[0]
+    _rel, raw = samples[0]
     buf = bytearray(raw)
     buf[400] ^= 0x01  # inside an event body of replicated-bin.000001
     p = tmp_path / "flip.bin"

@@ -47,7 +47,8 @@ def read_partial_update(ctx: DecodeContext, tm: TableMap, present_after: int,
             else:
                 # binlog_row_image=MINIMAL: no document to apply the diffs to; give the diffs
                 # themselves (what mysqlbinlog prints as JSON_REPLACE/INSERT/REMOVE calls).
-                after[name] = {"json_diff": [d.to_dict() if hasattr(d, "to_dict") else
-                                             {"op": d.op, "path": d.path, "value": d.value}
-                                             for d in value.diffs]}
+                after[name] = {"json_diff": [
+                    {"op": d.op.name.lower(), "path": d.path, "value": d.value}
+                    if d.op.name != "REMOVE" else {"op": "remove", "path": d.path}
+                    for d in value.diffs]}
     return after, p

@@ -28,7 +28,7 @@ import os
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from .constants import (
     BINLOG_MAGIC,
@@ -286,7 +286,6 @@ class BinlogReader:
         assert self.ctx is not None and self.fde is not None
         ctx = self.ctx
         name = self.name
-        decoders = _DECODERS
         decode_types = self.decode_types
         strict = self.strict
         unpack_header = _HEADER.unpack_from
@@ -355,7 +354,8 @@ class BinlogReader:
                        checksum, None, error)
             yield ev
             if type_code == _PAYLOAD and "_payload" in data:
-                yield from self._payload_events(ev, data.pop("_payload"))
+                payload = cast(bytes, data.pop("_payload"))
+                yield from self._payload_events(ev, payload)
             elif type_code == _START_ENCRYPTION:
                 raise EncryptedBinlogError(
                     "MariaDB encrypted binlog (encrypt_binlog=ON): the events after "
@@ -405,7 +405,7 @@ class BinlogReader:
                 raise TruncatedError("Transaction_payload ends inside an inner event header",
                                      file=self.source, offset=outer.pos,
                                      expected=f"{hl} header bytes", actual=n - i)
-            ts, type_code, server_id, size, log_pos, flags = _HEADER.unpack_from(payload, i)
+            ts, type_code, server_id, size, _log_pos, flags = _HEADER.unpack_from(payload, i)
             if size < hl or i + size > n:
                 raise CorruptEventError("inner event of a Transaction_payload has a bad size",
                                         file=self.source, offset=outer.pos,

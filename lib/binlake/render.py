@@ -15,7 +15,7 @@ _OPTS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
 def dumps(obj: Any, _dumps: Any = orjson.dumps) -> bytes:
-    return _dumps(obj, _default, _OPTS)  # type: ignore[no-any-return]
+    return _dumps(obj, _default, _OPTS)
 
 
 def _default(obj: Any) -> Any:

@@ -18,14 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import values
+from .charsets import charset_of, codec_of
 from .constants import ColumnType as T
 from .errors import UnsupportedFeatureError
 from .tablemap import Column, TableMap
-
-try:
-    from .charsets import codec_of as _codec_of
-except ImportError:  # pragma: no cover - charsets is part of the package
-    _codec_of = None
 
 RowReader = Callable[[bytes, int], tuple[dict[str, Any], int]]
 
@@ -96,9 +92,11 @@ def column_codec(col: Column) -> str | None:
     """
     if col.collation is None:
         return "utf-8?"
-    if _codec_of is None:
-        return "utf-8?" if col.collation != 63 else None
-    return _codec_of(col.collation)
+    charset = charset_of(col.collation)
+    if charset == "binary":
+        return None
+    # An id we do not know, or a charset Python has no codec for: UTF-8 if it decodes, else hex.
+    return codec_of(col.collation) or "utf-8?"
 
 
 class _Gen:
@@ -357,6 +355,6 @@ def compile_reader(tm: TableMap, present: int, partial: frozenset[int] = frozens
     namespace: dict[str, Any] = dict(g.consts)
     exec(compile(src, f"<binlake row reader {tm.db}.{tm.table}>", "exec"), namespace)
     reader = namespace["read_row"]
-    reader.__source__ = src  # type: ignore[attr-defined]
+    reader.__source__ = src
     tm.readers[key] = reader
     return reader

@@ -207,7 +207,7 @@ def open_binlog(uri: str | os.PathLike[str], start: int = 0, end: int | None = N
         return OpenedBinlog(_open_raw(loc, start, end), loc, None, True)
     raw = _open_raw(loc)
     if compression == "gzip":
-        inner: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb")
+        inner: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
     else:
         import zstandard
 

@@ -230,10 +230,10 @@ def _parse(ctx: DecodeContext, body: bytes, pos: int, tid_size: int, table_id: i
     if p == len(body):
         # MySQL 5.1.0-5.1.17 wrote no metadata and no NULL bitmap (metadata came with 5.1.18):
         # every column is taken as nullable with default metadata.
-        columns = [Column(i, t, t, 0, True) for i, t in enumerate(types)]
-        for col in columns:
+        bare = [Column(i, t, t, 0, True) for i, t in enumerate(types)]
+        for col in bare:
             _resolve_meta(col)
-        return TableMap(table_id, db, table, flags, columns)
+        return TableMap(table_id, db, table, flags, bare)
     meta_len, p = packed_len(body, p)
     need(body, p, meta_len)
     meta_end = p + meta_len
@@ -272,7 +272,7 @@ def _msb_bits(data: bytes, count: int) -> list[bool]:
 
 
 def _charset_list(data: bytes, count: int) -> list[int]:
-    out = []
+    out: list[int] = []
     p = 0
     while p < len(data) and len(out) < count:
         v, p = packed_len(data, p)
@@ -292,7 +292,7 @@ def _default_charset(data: bytes, count: int) -> list[int]:
 
 
 def _str_values(data: bytes) -> list[tuple[str, ...]]:
-    out = []
+    out: list[tuple[str, ...]] = []
     p = 0
     while p < len(data):
         n, p = packed_len(data, p)
@@ -345,8 +345,8 @@ def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, po
             tm.has_full_metadata = True
         elif ftype in (SET_STR_VALUE, ENUM_STR_VALUE):
             want = T.SET if ftype == SET_STR_VALUE else T.ENUM
-            for c, vals in zip([c for c in cols if c.type == want], _str_values(data)):
-                c.members = vals
+            for c, members in zip([c for c in cols if c.type == want], _str_values(data)):
+                c.members = members
         elif ftype == GEOMETRY_TYPE:
             geoms = [c for c in cols if c.type == T.GEOMETRY]
             for c, g in zip(geoms, _charset_list(data, len(geoms))):

@@ -10,13 +10,13 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 
 # decimal2bin: bytes needed for a leftover group of 0..8 digits (strings/decimal.cc dig2bytes).
 DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 
 
-@lru_cache(maxsize=None)
+@cache
 def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], str]]:
     """(byte size, reader) for a DECIMAL(precision, scale) in MySQL's decimal2bin format.
 

@@ -129,16 +129,17 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
     tm: TableMap | None = ctx.table_maps.get(table_id)
     if tm is None:
         raise ctx.corrupt("rows event for a table id with no Table_map before it", pos,
-                          expected="a Table_map for table id %d" % table_id, actual=None,
+                          expected=f"a Table_map for table id {table_id}", actual=None,
                           raw=body[:32], cls=MissingTableMapError)
     ncols, p = packed_len(body, p)
     nbytes = (ncols + 7) >> 3
-    present = int.from_bytes(body[p:p + nbytes], "little")
+    everything = (1 << ncols) - 1
+    present = int.from_bytes(body[p:p + nbytes], "little") & everything  # drop padding bits
     p += nbytes
     is_update = type_code in _UPDATE
     present_after = present
     if is_update and type_code not in _PRE_GA:  # pre-GA updates had a single bitmap
-        present_after = int.from_bytes(body[p:p + nbytes], "little")
+        present_after = int.from_bytes(body[p:p + nbytes], "little") & everything
         p += nbytes
     if ncols != len(tm.columns):
         raise ctx.corrupt("rows event column count differs from its Table_map", pos,
@@ -159,9 +160,9 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
     }
     if extra:
         d["extra_info"] = extra
-    if present != (1 << ncols) - 1:
+    if present != everything:
         d["columns_present"] = [i for i in range(ncols) if present >> i & 1]
-    if is_update and present_after != (1 << ncols) - 1:
+    if is_update and present_after != everything:
         d["columns_present_after"] = [i for i in range(ncols) if present_after >> i & 1]
     if with_rows:
         d["rows"] = _rows(ctx, tm, type_code, data, p, pos, present, present_after)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Set up a fresh machine for binlake: system packages, the virtualenv, the pinned Python
+# dependencies. Idempotent: a second run only checks. Non-interactive (CI has no stdin).
+#
+#   bash infra/setup.sh            # decoder + dev tools
+#   BINLAKE_EXTRAS=dev,spark,airflow,gx bash infra/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+EXTRAS="${BINLAKE_EXTRAS:-dev}"
+VENV="${BINLAKE_VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+# --- system packages (Debian): MariaDB server + client for tests, demo and benchmarks -------
+APT_PACKAGES=(mariadb-server mariadb-client)
+missing=()
+for cmd in mariadbd mariadb-install-db mariadb-binlog mariadb; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
+done
+if ((${#missing[@]})); then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    log "missing ${missing[*]} and no apt-get: install MariaDB 10.11+ server and client by hand"
+    exit 1
+  fi
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  log "installing ${APT_PACKAGES[*]} (missing: ${missing[*]})"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${APT_PACKAGES[@]}" >/dev/null
+fi
+
+# --- the virtualenv ----------------------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.binlake-setup"
+want="$(cat pyproject.toml requirements/constraints.txt | sha256sum | cut -c1-16) $EXTRAS"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  log "installing binlake[$EXTRAS] with requirements/constraints.txt"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    -c requirements/constraints.txt -e ".[$EXTRAS]"
+  echo "$want" > "$stamp"
+else
+  log "virtualenv up to date ($VENV)"
+fi
+log "ready: $VENV/bin/binlake"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The test command: set up (idempotent), lint, type-check, then the whole test suite,
+# including the tests marked integration/slow (they start private MariaDB servers on
+# 127.0.0.1 and need ../shared/corpus next to the checkout).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash infra/setup.sh
+VENV="${BINLAKE_VENV:-.venv}"
+echo "== ruff" >&2
+"$VENV/bin/ruff" check lib tests bench
+echo "== mypy" >&2
+"$VENV/bin/mypy"
+echo "== pytest" >&2
+set +e
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+rc=$?
+set -e
+if [ "$rc" = 5 ]; then
+  echo "pytest collected no tests" >&2
+  exit 1
+fi
+exit "$rc"
