@@ -54,7 +54,7 @@ def _out() -> IO[bytes]:
 def cmd_decode(args: argparse.Namespace) -> int:
     from .reader import BinlogReader
     from .render import dumps, event_dict
-    from .rowchanges import iter_row_changes
+    from .rowchanges import DECODE_FOR_ROWS, iter_row_changes
 
     if args.start_position is not None and args.start_position < 4:
         raise _Usage("--start-position must be >= 4")
@@ -63,7 +63,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     buf = bytearray()
     for f in args.files:
         reader = BinlogReader(f, start=args.start_position, stop=args.stop_position,
-                              verify_checksums=not args.no_verify)
+                              verify_checksums=not args.no_verify,
+                              decode=DECODE_FOR_ROWS if args.rows else None)
         errors: list[BinlogError] = []
 
         def checked(reader: BinlogReader = reader, errors: list[BinlogError] = errors):

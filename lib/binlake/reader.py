@@ -290,6 +290,8 @@ class BinlogReader:
         strict = self.strict
         unpack_header = _HEADER.unpack_from
         crc32 = zlib.crc32
+        mv_of: bytes | None = None
+        mv = memoryview(b"")
         while True:
             fde = ctx.fde
             hl = fde.header_length
@@ -310,6 +312,9 @@ class BinlogReader:
             if size < hl + crc_len or size > MAX_EVENT_SIZE or not b.ensure(size):
                 self._check_size(b, pos, size, hl + crc_len)
             buf = b.buf
+            if buf is not mv_of:
+                mv_of = buf
+                mv = memoryview(buf)  # CRC32 over a view: no copy of the event
             i = b.i
             end = i + size - crc_len
             error: BinlogError | None = None
@@ -319,9 +324,8 @@ class BinlogReader:
                 if verify:
                     if type_code == _FDE:
                         error = self._verify_fde(buf[i:i + size], pos, checksum)
-                    elif crc32(memoryview(buf)[i:end]) != checksum:
-                        error = self._checksum_error(pos, checksum,
-                                                     crc32(memoryview(buf)[i:end]),
+                    elif crc32(mv[i:end]) != checksum:
+                        error = self._checksum_error(pos, checksum, crc32(mv[i:end]),
                                                      buf[i:i + size])
                     if error is not None and strict:
                         raise error
@@ -332,8 +336,11 @@ class BinlogReader:
             if type_code == _FDE:
                 # A relay log carries its master's FDE after its own: it governs what follows.
                 try:
-                    new_fde = parse_fde(body + buf[end:end + crc_len], file=self.source,
-                                        offset=pos + hl)
+                    # The FDE's fields start after the 19-byte v4 header whatever common
+                    # header length the previous FDE declared (log_event.cc reads it with
+                    # LOG_EVENT_MINIMAL_HEADER_LEN).
+                    new_fde = parse_fde(buf[i + V4_HEADER_LEN:end + crc_len], file=self.source,
+                                        offset=pos + V4_HEADER_LEN)
                 except BinlogError as exc:
                     raise exc.with_location(self.source, pos) from None
                 ctx.fde = new_fde

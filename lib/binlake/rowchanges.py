@@ -19,6 +19,11 @@ _GTID_EVENTS = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTI
 _STATEMENT_EVENTS = frozenset({E.ANNOTATE_ROWS, E.ROWS_QUERY})
 _RESET_STATEMENT = frozenset({E.XID, E.XA_PREPARE})
 
+# The event types whose bodies row changes need: give this to BinlogReader(decode=...) to skip
+# decoding everything else (Query, Xid, ... bodies are not looked at).
+DECODE_FOR_ROWS = frozenset({*ROWS_EVENTS, E.TABLE_MAP, *_GTID_EVENTS, *_STATEMENT_EVENTS,
+                             E.TRANSACTION_PAYLOAD})
+
 
 def iter_row_changes(events: Iterable[Event], *, statement_every_row: bool = False
                      ) -> Iterator[dict[str, Any]]:

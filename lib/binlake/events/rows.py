@@ -11,7 +11,6 @@ image) and the row images up to the end of the body.
 from __future__ import annotations
 
 import struct
-import zlib
 from typing import Any
 
 from ..constants import ColumnType as T
@@ -22,6 +21,7 @@ from ..packed import ShortBuffer, packed_len
 from ..rowcodec import compile_reader
 from ..tablemap import TableMap, decode_table_map
 from . import register
+from ._common import Cursor, mariadb_uncompress
 
 STMT_END_F = 0x1
 
@@ -53,31 +53,6 @@ def table_map(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
     # The column list is rendered only when an event is printed (render.event_dict):
     # MariaDB logs a Table_map per transaction, and most readers only need the TableMap.
     return {"table_id": tm.table_id, "db": tm.db, "table": tm.table, "_table_map": tm}
-
-
-def uncompress(ctx: DecodeContext, data: bytes, offset: int) -> bytes:
-    """MariaDB's compressed-record format (log_event.cc binlog_buf_uncompress): a header byte
-    ``0x80 | alg << 4 | lenlen``, the uncompressed length in ``lenlen`` big-endian bytes, then
-    the zlib stream (alg 0 is the only one defined)."""
-    if not data:
-        raise ctx.corrupt("empty compressed record", offset)
-    head = data[0]
-    if head & 0x80 == 0 or (head & 0x70) >> 4 != 0:
-        raise ctx.corrupt("bad compressed-record header", offset, expected="0x80|lenlen",
-                          actual=hex(head))
-    lenlen = head & 0x07
-    if not 1 <= lenlen <= 4 or len(data) < 1 + lenlen:
-        raise ctx.corrupt("bad compressed-record length size", offset, expected="1..4",
-                          actual=lenlen)
-    size = int.from_bytes(data[1:1 + lenlen], "big")
-    try:
-        out = zlib.decompress(data[1 + lenlen:])
-    except zlib.error as exc:
-        raise ctx.corrupt(f"zlib: {exc}", offset) from None
-    if len(out) != size:
-        raise ctx.corrupt("compressed record has the wrong uncompressed length", offset,
-                          expected=size, actual=len(out))
-    return out
 
 
 def _header(ctx: DecodeContext, type_code: int, body: bytes, pos: int) -> tuple[Any, ...]:
@@ -148,7 +123,8 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
     if type_code in _COMPRESSED:
         # Everything after the bitmaps is one compressed record (log_event.cc,
         # row_log_event_uncompress).
-        data = uncompress(ctx, body[p:], pos + p)
+        data = mariadb_uncompress(Cursor(ctx, body, pos, "compressed rows event", p), body[p:],
+                                  "rows")
         p = 0
     d: dict[str, Any] = {
         "table_id": table_id,
@@ -232,4 +208,4 @@ ROWS_EVENTS = frozenset({*_WRITE, *_UPDATE, E.DELETE_ROWS, E.DELETE_ROWS_V1,
                          E.PRE_GA_DELETE_ROWS, E.DELETE_ROWS_COMPRESSED,
                          E.DELETE_ROWS_COMPRESSED_V1})
 
-__all__ = ["ROWS_EVENTS", "T", "decode_rows", "op_of", "uncompress"]
+__all__ = ["ROWS_EVENTS", "T", "decode_rows", "op_of"]
