@@ -91,10 +91,10 @@ class FormatDescription:
             return self.post_header_lengths[idx]
         return default
 
-    @property
-    def table_id_size(self) -> int:
+    def __post_init__(self) -> None:
         # A 6-byte Table_map post-header means a 4-byte table id (MySQL 5.1.0-5.1.15 era).
-        return 4 if self.post_header_len(EventType.TABLE_MAP, 8) == 6 else 6
+        # Computed once: every rows event needs it.
+        self.table_id_size = 4 if self.post_header_len(EventType.TABLE_MAP, 8) == 6 else 6
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -183,9 +183,10 @@ def _emit_value(g: _Gen, col: Column, var: str, ind: int) -> None:
         f = g.const(values.time_old, "TO")
         e(f"{var} = {f}(int.from_bytes(buf[p:p + 3], 'little', signed=True)); p += 3", ind)
     elif t == T.NEWDECIMAL:
-        size, reader = values.decimal_reader(col.precision, col.scale)
-        f = g.const(reader, "DEC")
-        e(f"{var} = {f}(buf[p:p + {size}]); p += {size}", ind)
+        size, lines = values.decimal_code(col.precision, col.scale, "buf[p:p + SIZE]", var)
+        for line in lines:
+            e(line.replace("SIZE", str(size)), ind)
+        e(f"p += {size}", ind)
     elif t == T.BIT:
         nbytes = (col.length + 7) // 8
         e(f"{var} = int.from_bytes(buf[p:p + {nbytes}], 'big'); p += {nbytes}", ind)
@@ -280,7 +281,10 @@ def compile_reader(tm: TableMap, present: int, partial: frozenset[int] = frozens
     ``log_event_old.cc``), whose NULL bytes are the storage record's: bit 0 is reserved and
     column i's NULL flag is bit i + 1.
     """
-    key = (present, partial, group_fixed, null_shift)
+    # The common case (no partial JSON, grouped reads, no pre-GA shift) is keyed by the bare
+    # bitmap: one dict lookup per rows event.
+    key: Any = present if (not partial and group_fixed and not null_shift) else (
+        present, partial, group_fixed, null_shift)
     reader = tm.readers.get(key)
     if reader is not None:
         return reader

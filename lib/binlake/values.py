@@ -16,15 +16,14 @@ from functools import cache
 DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 
 
-@cache
-def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], str]]:
-    """(byte size, reader) for a DECIMAL(precision, scale) in MySQL's decimal2bin format.
+def decimal_code(precision: int, scale: int, src: str, out: str) -> tuple[int, list[str]]:
+    """(byte size, Python statements) that read a DECIMAL(precision, scale) from the bytes
+    expression ``src`` into the variable ``out``; inlined by the generated row readers.
 
     Layout (strings/decimal.cc, decimal2bin): integer digits then fraction digits, in groups
     of 9 digits stored as 4-byte big-endian integers, with a leading/trailing partial group
     of DIG2BYTES[n] bytes.  The top bit of the first byte is flipped (1 = non-negative) and a
-    negative number has every byte inverted.  The reader is generated straight-line code for
-    the one (precision, scale) pair: it runs once per DECIMAL value.
+    negative number has every byte inverted.
     """
     intg = precision - scale
     ig0, igx = divmod(intg, 9)
@@ -35,18 +34,17 @@ def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], s
     bits = size * 8
     top = 1 << (bits - 1)
     ones = (1 << bits) - 1
-    lines = ["def read(b):",
-             "    x = int.from_bytes(b, 'big')",
-             f"    if x & {top}:",
-             f"        x ^= {top}; sign = ''",
-             "    else:",
-             f"        x ^= {top ^ ones}; sign = '-'"]
+    lines = [f"x = int.from_bytes({src}, 'big')",
+             f"if x & {top}:",
+             f"    x ^= {top}; sg = ''",
+             "else:",
+             f"    x ^= {top ^ ones}; sg = '-'"]
     frac_fmt = []
     frac_vars = []
     if frx:  # trailing partial fraction group (least significant bytes)
-        lines.append(f"    f{fr0} = x & {(1 << fsz * 8) - 1}; x >>= {fsz * 8}")
+        lines.append(f"f{fr0} = x & {(1 << fsz * 8) - 1}; x >>= {fsz * 8}")
     for k in reversed(range(fr0)):
-        lines.append(f"    f{k} = x & 0xFFFFFFFF; x >>= 32")
+        lines.append(f"f{k} = x & 0xFFFFFFFF; x >>= 32")
     for k in range(fr0):
         frac_fmt.append("%09d")
         frac_vars.append(f"f{k}")
@@ -55,14 +53,23 @@ def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], s
         frac_vars.append(f"f{fr0}")
     int_terms = []
     for k in range(ig0):  # full integer groups, least significant first
-        lines.append(f"    i{k} = x & 0xFFFFFFFF; x >>= 32")
+        lines.append(f"i{k} = x & 0xFFFFFFFF; x >>= 32")
         int_terms.append(f"i{k} * {10 ** (9 * k)}" if k else "i0")
     int_terms.append(f"x * {10 ** (9 * ig0)}" if ig0 else "x")
     fmt = "%s%d" + ("." + "".join(frac_fmt) if scale else "")
-    args = ", ".join(["sign", " + ".join(int_terms), *frac_vars])
-    lines.append(f"    return '{fmt}' % ({args})")
+    args = ", ".join(["sg", " + ".join(int_terms), *frac_vars])
+    lines.append(f"{out} = '{fmt}' % ({args})")
+    return size, lines
+
+
+@cache
+def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], str]]:
+    """(byte size, reader) for a DECIMAL(precision, scale) in decimal2bin format: the
+    statements of :func:`decimal_code` as a function of the value's bytes."""
+    size, body = decimal_code(precision, scale, "b", "v")
+    src = "def read(b):\n" + "".join(f"    {line}\n" for line in body) + "    return v\n"
     namespace: dict[str, Callable[[bytes], str]] = {}
-    exec(compile("\n".join(lines), f"<decimal({precision},{scale})>", "exec"), namespace)
+    exec(compile(src, f"<decimal({precision},{scale})>", "exec"), namespace)
     return size, namespace["read"]
 
 
