@@ -171,10 +171,6 @@ def test_event_mode_header_fields_match_raw_bytes(rel: str) -> None:
                 ev["next_pos"]) == (ts, code, server_id, size, log_pos)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lib bug: render.event_dict lets an event's own `flags` field (Table_map flags, rows-event "
-    "flags such as STMT_END_F) overwrite the common-header `flags`: mariadb-bin.000001 "
-    "TABLE_MAP at 476 and WRITE_ROWS_V1 at 612 have header flags 0 but print \"flags\": 1"))
 def test_event_mode_flags_is_the_common_header_flags() -> None:
     path = cpath(MARIADB)
     walked = dict(walk_headers(path.read_bytes()))
@@ -459,19 +455,11 @@ def test_start_below_4_is_a_usage_error(value: str) -> None:
     no_traceback(p)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lib bug: reader._read ignores a --start-position inside the Format_description event "
-    "(4 < start < end of FDE): `binlake decode --start-position 100 mariadb-bin.000001` "
-    "exits 0 and prints every event from 256 on, instead of a not-an-event-boundary error"))
 def test_start_inside_the_fde_is_an_error() -> None:
     p = run("decode", "--start-position", "100", cpath(MARIADB))
     assert p.returncode == 1, p.stdout[:200]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lib bug: with binlog_checksum=OFF a non-boundary --start-position is decoded as garbage: "
-    "`binlake decode --start-position 359 mariadb-5.5-binlog.000001` prints an UNKNOWN_66 "
-    "event of length 258 at 359 (next_pos 17408), re-aligns by luck at 617 and exits 0"))
 def test_start_not_a_boundary_without_checksums_is_an_error() -> None:
     boundaries = {ev["pos"] for ev in full(MARIADB_55_NOCRC)}
     assert 359 not in boundaries
@@ -479,20 +467,11 @@ def test_start_not_a_boundary_without_checksums_is_an_error() -> None:
     assert p.returncode == 1, p.stdout.decode()[:300]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lib bug: a --start-position past the end of a plain local file exits 0 with no output "
-    "(`--start-position 5000 mariadb-bin.000001`, a 1074-byte file), while the same start "
-    "on a gzip/zstd copy is 'start position is not an event boundary' and on S3 an "
-    "InvalidRange SourceError, both exit 1"))
 def test_start_past_end_of_file_is_an_error() -> None:
     p = run("decode", "--start-position", "5000", cpath(MARIADB))
     assert p.returncode == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lib bug: the Format_description event is yielded whatever --stop-position is: "
-    "`--start-position 4 --stop-position 4` and `--stop-position 1` print the FDE at pos 4, "
-    "although the range [start, stop) excludes it"))
 @pytest.mark.parametrize("opts", [("--start-position", "4", "--stop-position", "4"),
                                   ("--stop-position", "1")])
 def test_stop_at_or_before_the_fde_selects_nothing(opts: tuple[str, ...]) -> None:

@@ -957,7 +957,7 @@ def test_gtid_tagged_serialization() -> None:
     assert d["immediate_commit_timestamp"] == 0x064A2414B8F31C == d["original_commit_timestamp"]
     assert d["transaction_length"] == 296
     assert d["immediate_server_version"] == d["original_server_version"] == 90600
-    assert d["commit_group_ticket"] is None and d["flags"] == 0
+    assert d["commit_group_ticket"] is None and d["gtid_flags"] == 0
     # a field this decoder does not know, marked non-ignorable -> refuse
     with pytest.raises(BinlogError, match="newer server"):
         dec(E.GTID_TAGGED, body[:2] + b"\x20" + body[3:])  # last non-ignorable id 16

@@ -51,7 +51,7 @@ from .errors import (
 from .event import Event
 from .events import load_all
 from .fde import FormatDescription, parse_fde, parse_start_v3
-from .source import OpenedBinlog, open_binlog
+from .source import OpenedBinlog, open_binlog, parse_location, size_of
 
 log = logging.getLogger("binlake.reader")
 
@@ -66,6 +66,7 @@ _PAYLOAD = EventType.TRANSACTION_PAYLOAD
 _START_ENCRYPTION = EventType.START_ENCRYPTION
 
 _DECODERS = load_all()
+_KNOWN_TYPES = frozenset(int(t) for t in EventType)
 
 
 class _Buffer:
@@ -100,8 +101,8 @@ class _Buffer:
         while missing > 0:
             try:
                 chunk = self.stream.read(max(missing, CHUNK))
-            except BinlogError:
-                raise
+            except BinlogError as exc:
+                raise exc.with_location(self.name, self.base + len(self.buf)) from None
             except (OSError, EOFError, ValueError) as exc:  # corrupt gzip/zstd, I/O errors
                 raise SourceError(f"reading failed: {exc}", file=self.name,
                                   offset=self.base + len(self.buf)) from exc
@@ -154,7 +155,8 @@ class BinlogReader:
 
     @property
     def name(self) -> str:
-        return self._name or os.path.basename(self.source.rstrip("/")) or self.source
+        """The binlog file name: last path component, compression suffix removed."""
+        return self._name or parse_location(self.source).name
 
     def __iter__(self) -> Iterator[Event]:
         opened = open_binlog(self.source)
@@ -207,7 +209,7 @@ class BinlogReader:
             fde = parse_fde(body, file=self.source, offset=pos + V4_HEADER_LEN)
         self.fde = fde
         self.in_use = bool(flags & LOG_EVENT_BINLOG_IN_USE_F)
-        self.ctx = DecodeContext(self.name, fde)
+        self.ctx = DecodeContext(self.source, fde)
         error = None
         checksum = None
         if fde.has_checksum:
@@ -258,19 +260,36 @@ class BinlogReader:
         first = self._read_first(b)
         start = self.start if self.start is not None else 0
         stop = self.stop
-        if start <= first.pos:
+        if start <= first.pos and (stop is None or first.pos < stop):
             yield first
-        if start > b.offset:
+        fde_end = b.offset
+        if first.pos < start < fde_end:
+            raise CorruptEventError("start position is inside the Format_description event",
+                                    file=self.source, offset=start,
+                                    expected=f"{first.pos} or >= {fde_end}", actual=start)
+        if start > fde_end:
             if opened.seekable_ranges:
+                size = size_of(self.source)
+                if start > size:
+                    raise CorruptEventError("start position is past the end of the file",
+                                            file=self.source, offset=start,
+                                            expected=f"<= {size}", actual=start)
                 opened.stream.close()
-                reopened = open_binlog(self.source, start, stop)
+                # Read to the end of the object: the last event may extend past ``stop``.
+                reopened = open_binlog(self.source, start) if start < size else None
+                if reopened is None:
+                    self.end_offset = start
+                    return
                 opened.stream = reopened.stream
                 b = _Buffer(reopened.stream, start, self.source)
             else:
-                # Compressed: read forward to the start position.
+                # Compressed: read forward, event by event, to the start position.
                 while b.offset < start:
                     if not b.ensure(V4_HEADER_LEN):
-                        break
+                        raise CorruptEventError("start position is past the end of the file",
+                                                file=self.source, offset=start,
+                                                expected=f"<= {b.offset + b.available()}",
+                                                actual=start)
                     size = _HEADER.unpack_from(b.buf, b.i)[3]
                     self._check_size(b, b.offset, size, V4_HEADER_LEN)
                     b.skip(size)
@@ -278,9 +297,50 @@ class BinlogReader:
                     raise CorruptEventError("start position is not an event boundary",
                                             file=self.source, offset=start,
                                             expected="an event start", actual=b.offset)
+            self._check_boundary(b, start)
         self.events_read = 1
         yield from self._events(b, stop)
         self.end_offset = b.offset
+        if opened.truncated_container:
+            raise TruncatedError(
+                f"the {opened.compression} stream ends before its end marker (the compressed "
+                "file was cut short); the events before this offset were read",
+                file=self.source, offset=b.offset, expected="a complete compressed stream",
+                actual="end of data")
+
+    def _check_boundary(self, b: _Buffer, start: int) -> None:
+        """A start position must be an event boundary: the event there must look like one.
+
+        With checksums the event's CRC32 must match; without, its type must be one we know,
+        its size sane, and the event after it (if any) must look sane too.
+        """
+        assert self.fde is not None
+        hl = self.fde.header_length
+
+        def bad(why: str) -> CorruptEventError:
+            return CorruptEventError(f"start position is not an event boundary ({why})",
+                                     file=self.source, offset=start,
+                                     expected="the position of an event", actual=start)
+
+        if not b.ensure(hl):
+            if b.available() == 0:
+                return  # nothing after start: an empty range
+            raise bad("too few bytes for an event header")
+        type_code, size = b.buf[b.i + 4], _HEADER.unpack_from(b.buf, b.i)[3]
+        if size < hl or size > MAX_EVENT_SIZE or not b.ensure(size):
+            raise bad(f"impossible event size {size}")
+        if self.fde.has_checksum and type_code != _FDE:
+            stored = int.from_bytes(b.buf[b.i + size - 4:b.i + size], "little")
+            if zlib.crc32(memoryview(b.buf)[b.i:b.i + size - 4]) != stored:
+                raise bad("no valid event checksum there")
+            return
+        if type_code not in _KNOWN_TYPES:
+            raise bad(f"unknown event type {type_code}")
+        if b.ensure(size + hl):
+            nsize = _HEADER.unpack_from(b.buf, b.i + size)[3]
+            ntype = b.buf[b.i + size + 4]
+            if ntype not in _KNOWN_TYPES or nsize < hl or nsize > MAX_EVENT_SIZE:
+                raise bad("the event after it is not a valid header")
 
     def _events(self, b: _Buffer, stop: int | None) -> Iterator[Event]:
         assert self.ctx is not None and self.fde is not None
@@ -376,24 +436,31 @@ class BinlogReader:
         if decoder is None:
             if type_code not in self._warned_types:
                 self._warned_types.add(type_code)
-                log.warning("%s: unknown event type %d (event body at byte %d) passed through "
-                            "raw", self.source, type_code, pos)
+                log.warning("%s: unknown event type %d at byte %d passed through raw",
+                            self.source, type_code, pos - ctx.fde.header_length)
             return {"unknown": True, "raw_hex": body.hex()}, None
         try:
             return decoder(ctx, body, pos), None
         except BinlogError as exc:
-            exc.with_location(self.source, pos)
-            return {"raw_hex": body[:256].hex()}, exc
-        except RecursionError as exc:
-            return {}, CorruptEventError(f"cannot decode event body: {exc}", file=self.source,
-                                         offset=pos, raw=body)
-        except (IndexError, ValueError, KeyError, TypeError, ArithmeticError, struct.error,
-                UnicodeError, zlib.error) as exc:
+            return {"raw_hex": body[:256].hex()}, self._at_event(exc, pos)
+        except (RecursionError, IndexError, ValueError, KeyError, TypeError, ArithmeticError,
+                struct.error, UnicodeError, zlib.error) as exc:
             # A body its decoder could not make sense of: located, typed, and the reader
             # stays aligned because it resumes at the next event boundary.
-            return {"raw_hex": body[:256].hex()}, CorruptEventError(
-                f"cannot decode {type(exc).__name__}: {exc}", file=self.source, offset=pos,
-                raw=body)
+            return {"raw_hex": body[:256].hex()}, self._at_event(CorruptEventError(
+                f"cannot decode the event body ({type(exc).__name__}: {exc})", raw=body), pos)
+
+    def _at_event(self, exc: BinlogError, body_pos: int) -> BinlogError:
+        """Errors name the event's offset (where ``--start-position`` and hexdumps find it);
+        a decoder's more precise offset inside the event goes into the message."""
+        assert self.fde is not None
+        event_pos = body_pos - self.fde.header_length
+        if exc.offset is not None and exc.offset != event_pos:
+            exc.message += f" (at byte {exc.offset}, inside the event)"
+        exc.offset = event_pos
+        exc.file = self.source
+        exc.args = (str(exc),)
+        return exc
 
     def _payload_events(self, outer: Event, payload: bytes) -> Iterator[Event]:
         """Yield the events compressed inside a Transaction_payload (MySQL 8.0.20+).
@@ -426,7 +493,8 @@ class BinlogReader:
                 ctx.flags = flags
                 ctx.type_code = type_code
                 ctx.server_id = server_id
-                data, error = self._decode(ctx, type_code, body, outer.pos)
+                # (errors inside a payload are located at the payload event)
+                data, error = self._decode(ctx, type_code, body, outer.pos + hl)
                 if error is not None and self.strict:
                     raise error
             yield Event(self.name, outer.pos, type_code, ts, server_id, size, outer.next_pos,

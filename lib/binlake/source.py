@@ -9,7 +9,6 @@ stream (memory is bounded by the read size, never by the file).
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 from dataclasses import dataclass
@@ -142,24 +141,72 @@ def size_of(uri: str | os.PathLike[str]) -> int:
         raise SourceError(f"cannot stat: {exc.strerror}", file=loc.uri) from exc
 
 
-class _SkipReader(io.RawIOBase):
-    """Wraps a decompressing stream; used to emulate seeks by reading forward."""
+class _Decompressing(io.RawIOBase):
+    """A gzip or zstd stream decompressed incrementally (zlib / zstandard decompressobj).
 
-    def __init__(self, inner: IO[bytes]) -> None:
-        self._inner = inner
+    Unlike ``gzip.GzipFile``, a stream that ends before its end marker does not lose the
+    bytes already decompressed: they are returned, and ``truncated`` is set so the reader can
+    report the damaged container after the last whole event.  Concatenated members (gzip)
+    and frames (zstd) are read one after the other.
+    """
+
+    def __init__(self, raw: IO[bytes], kind: str) -> None:
+        self._raw = raw
+        self._kind = kind
+        self._pending = b""
+        self._at = 0  # read offset into _pending
+        self._obj: Any = self._new()
+        self._finished = False  # the current member/frame reached its end marker
+        self.truncated = False
+        self._eof = False
+
+    def _new(self) -> Any:
+        if self._kind == "gzip":
+            import zlib
+
+            return zlib.decompressobj(wbits=31)
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompressobj()
 
     def readable(self) -> bool:
         return True
 
+    def _fill(self) -> None:
+        if self._at >= len(self._pending):
+            self._pending = b""
+            self._at = 0
+        while not self._pending and not self._eof:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                self._eof = True
+                self.truncated = not self._finished
+                return
+            while chunk:
+                if self._finished:
+                    self._obj = self._new()
+                    self._finished = False
+                try:
+                    out = self._obj.decompress(chunk)
+                except Exception as exc:  # zlib.error / zstandard.ZstdError
+                    raise SourceError(f"corrupt {self._kind} stream: {exc}") from exc
+                self._pending += out
+                if self._obj.eof:
+                    self._finished = True
+                    chunk = self._obj.unused_data
+                else:
+                    chunk = b""
+
     def readinto(self, b: Any) -> int:
-        data = self._inner.read(len(b))
-        n = len(data)
-        b[:n] = data
+        self._fill()
+        n = min(len(b), len(self._pending) - self._at)
+        b[:n] = memoryview(self._pending)[self._at:self._at + n]
+        self._at += n
         return n
 
     def close(self) -> None:
         try:
-            self._inner.close()
+            self._raw.close()
         finally:
             super().close()
 
@@ -172,6 +219,11 @@ class OpenedBinlog:
     location: Location
     compression: str | None  # None, "gzip" or "zstd"
     seekable_ranges: bool  # True when a byte range can be opened without reading the prefix
+    container: _Decompressing | None = None  # for compressed files: knows if it was cut short
+
+    @property
+    def truncated_container(self) -> bool:
+        return self.container is not None and self.container.truncated
 
     def close(self) -> None:
         self.stream.close()
@@ -205,22 +257,12 @@ def open_binlog(uri: str | os.PathLike[str], start: int = 0, end: int | None = N
         compression = "zstd"
     if compression is None:
         return OpenedBinlog(_open_raw(loc, start, end), loc, None, True)
-    raw = _open_raw(loc)
-    if compression == "gzip":
-        inner: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-    else:
-        import zstandard
-
-        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_size=1 << 20,
-                                                             closefd=True)
-    stream: IO[bytes] = io.BufferedReader(_SkipReader(inner), buffer_size=1 << 20)
+    container = _Decompressing(_open_raw(loc), compression)
+    stream: IO[bytes] = io.BufferedReader(container, buffer_size=1 << 20)
     remaining = start
-    try:
-        while remaining > 0:
-            chunk = stream.read(min(remaining, 1 << 20))
-            if not chunk:
-                break
-            remaining -= len(chunk)
-    except (OSError, EOFError, ValueError) as exc:
-        raise SourceError(f"corrupt {compression} stream: {exc}", file=loc.uri) from exc
-    return OpenedBinlog(stream, loc, compression, False)
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 1 << 20))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+    return OpenedBinlog(stream, loc, compression, False, container)

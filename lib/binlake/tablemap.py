@@ -125,7 +125,7 @@ class TableMap:
             "table_id": self.table_id,
             "db": self.db,
             "table": self.table,
-            "flags": self.flags,
+            "table_flags": self.flags,
             "column_count": len(self.columns),
             "columns": [c.describe() for c in self.columns],
         }

@@ -35,7 +35,7 @@ def _gtid_fields(flags: int, uuid: str, gno: int, tag: str | None, anonymous: bo
     else:
         gtid = f"{uuid}:{gno}"
     return {
-        "flags": flags,
+        "gtid_flags": flags,
         # 5.6 named bit 0 the commit flag; since 5.7.19/8.0.2 it is FLAG_MAY_HAVE_SBR, set
         # unless the transaction is row-only (mysqlbinlog prints it as rbr_only=no).
         "commit_flag": bool(flags & 1),
@@ -377,6 +377,6 @@ def mariadb_gtid_list(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, An
         "gtids": gtids,
         "gtid_list": ",".join(f"{g['domain_id']}-{g['server_id']}-{g['seq_no']}"
                               for g in gtids),
-        "flags": flags,
+        "list_flags": flags,
         "flag_names": _flag_names(flags, GTID_LIST_FLAG_NAMES),
     }

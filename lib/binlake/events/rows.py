@@ -130,7 +130,7 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
         "table_id": table_id,
         "db": tm.db,
         "table": tm.table,
-        "flags": flags,
+        "rows_flags": flags,
         "stmt_end": bool(flags & STMT_END_F),
         "column_count": ncols,
     }
