@@ -442,7 +442,7 @@ def test_mariadb_gtid_list_checkpoint_and_gtid() -> None:
     w = walk(BINLOG_PARSER / "mysql-bin.07")
     (gl,) = [e.data for e in w.of(E.MARIADB_GTID_LIST)]
     assert gl == {"gtids": [{"domain_id": 0, "server_id": 3704, "seq_no": 2814}],
-                  "gtid_list": "0-3704-2814", "flags": 0, "flag_names": []}
+                  "gtid_list": "0-3704-2814", "list_flags": 0, "flag_names": []}
     assert [e.data["binlog_file"] for e in w.of(E.BINLOG_CHECKPOINT) if e.data] == [
         "mysql-bin.000015"]
     gtids = [e.data for e in w.of(E.MARIADB_GTID) if e.data]
