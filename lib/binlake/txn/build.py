@@ -1,0 +1,595 @@
+"""Transaction reconstruction: events -> event groups -> transactions.
+
+:class:`GroupBuilder` turns the events of one file (or of a transaction-aligned byte range of
+one, which is what a Spark executor gets) into decided transactions and XA markers, using the
+WL#4162 boundary parser; :func:`iter_transactions` runs it over a sequence of files and pairs
+XA PREPARE groups with their XA COMMIT/ROLLBACK (:class:`~binlake.txn.xa.XaTracker`), across
+files and, through ``pending_in``/``pending``, across runs.
+
+Outcomes (WL#2687, WL#6860):
+
+* a group ended by Xid or COMMIT is committed; by ROLLBACK, rolled back -- its changes to
+  non-transactional tables still happened (``applied`` stays True), the rest never did;
+* ``ROLLBACK TO SAVEPOINT`` inside a group undoes the transactional changes logged since the
+  savepoint (MariaDB logs it when a non-transactional table changed after the savepoint);
+* an XA PREPARE group is pending until its XA COMMIT (the changes take effect at the COMMIT's
+  position) or XA ROLLBACK (they never do); ``XA COMMIT ... ONE PHASE`` logged as an
+  XA_prepare event with the one-phase flag commits at once.
+
+Every row change gets an order key ``(file sequence, end position of the deciding group,
+index in the transaction)``: sorting by it replays changes in commit order across files and
+runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..constants import EventType as E
+from ..errors import BinlogError, TruncatedError
+from ..event import Event
+from ..events.rows import ROWS_EVENTS, op_of
+from ..reader import BinlogReader
+from . import findings as F
+from .boundary import (
+    END_EVENTS,
+    GTID_EVENTS,
+    IGNORED_EVENTS,
+    INSIDE_EVENTS,
+    PRE_STATEMENT_EVENTS,
+    SELF_EVENTS,
+    STATEMENT_EVENTS,
+    Boundary,
+    BoundaryParser,
+    describe,
+    query_keyword,
+)
+from .engines import EngineTracker
+from .files import BinlogFile, order_files
+from .findings import Finding
+from .model import (
+    COMMITTED,
+    DDL,
+    DML,
+    ROLLED_BACK,
+    STATEMENT,
+    XA,
+    XA_COMMITTED,
+    XA_PREPARED,
+    Part,
+    RowChange,
+    Transaction,
+    XaXid,
+)
+from .xa import XaTracker, parse_xa_statement, xid_of_event
+
+_KNOWN = frozenset(int(t) for t in E)
+_DDL_WORDS = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "GRANT", "REVOKE",
+                        "ANALYZE", "OPTIMIZE", "REPAIR", "CHECK", "INSTALL", "UNINSTALL"})
+_SAVEPOINT_NAME = re.compile(r"^\s*(?:ROLLBACK\s+(?:WORK\s+)?TO\s+(?:SAVEPOINT\s+)?|SAVEPOINT\s+|"
+                             r"RELEASE\s+SAVEPOINT\s+)`?(?P<name>(?:[^`]|``)+?)`?\s*;?\s*$",
+                             re.I | re.S)
+MARIADB_STANDALONE = 0x01
+MARIADB_TRANSACTIONAL = 0x04
+MARIADB_PREPARED_XA = 0x40
+MARIADB_COMPLETED_XA = 0x80
+
+
+class _Group:
+    """An open event group."""
+
+    __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "db", "file", "gtid",
+                 "implicit", "mariadb_flags", "pos", "savepoints", "seq", "server_id",
+                 "statement", "statements", "tables", "xa_xid")
+
+    def __init__(self, file: str, seq: int, pos: int, server_id: int) -> None:
+        self.file = file
+        self.seq = seq
+        self.pos = pos
+        self.server_id = server_id
+        self.gtid: str | None = None
+        self.by_gtid = False  # opened by a GTID / ANONYMOUS_GTID / MariaDB GTID event
+        self.implicit = False  # MySQL 5.0/5.1: rows events of an autocommit statement, no BEGIN
+        self.begun = False  # BEGIN / XA START seen (or a MariaDB transactional GTID)
+        self.mariadb_flags: int | None = None
+        self.commit_ts_us: int | None = None
+        self.xa_xid: XaXid | None = None
+        self.changes: list[RowChange] = []
+        self.statements: list[str] = []
+        self.statement: str | None = None  # Annotate_rows / Rows_query text in force
+        self.savepoints: list[tuple[str, int]] = []
+        self.tables: set[str] = set()
+        self.db: str | None = None
+
+
+@dataclass
+class XaMarker:
+    """An XA COMMIT/ROLLBACK group, to be paired with its PREPARE by the XaTracker."""
+
+    xid: XaXid
+    commit: bool
+    part: Part
+    end_event: str
+    server_id: int | None
+
+
+@dataclass
+class FileInfo:
+    name: str
+    uri: str
+    seq: int
+    events: int = 0
+    end_offset: int | None = None
+    server_version: str | None = None
+    flavor: str | None = None
+    checksum_alg: str | None = None
+    in_use: bool | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    first_gtid: str | None = None
+    last_gtid: str | None = None
+    ends_with: str | None = None  # ROTATE / STOP / None
+    error: BinlogError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "error"}
+        d["error"] = self.error.to_dict() if self.error else None
+        return d
+
+
+class GroupBuilder:
+    """Events of one stream (files in order) -> decided transactions and XA markers."""
+
+    def __init__(self, engines: EngineTracker | None = None) -> None:
+        self.engines = engines or EngineTracker()
+        self.parser = BoundaryParser()
+        self.group: _Group | None = None
+        self.findings: list[Finding] = []
+        self.incomplete: list[Transaction] = []
+        self.file = ""
+        self.seq = -1
+        self._last_bad: tuple[str, int, Boundary, Boundary] | None = None
+        self._bad_count = 0
+        self.old_server = False  # the FDE is from MySQL < 5.5 (see _classify)
+
+    # -- files ----------------------------------------------------------------------------
+
+    def begin_file(self, name: str, seq: int) -> None:
+        self.file = name
+        self.seq = seq
+
+    def end_file(self, *, may_be_open: bool = False, end_offset: int | None = None) -> None:
+        """A group still open at the end of a file: the file was cut or is still written."""
+        self._flush_bad()
+        g = self.group
+        if g is not None:
+            severity = F.WARNING if may_be_open else F.ERROR
+            self.findings.append(Finding(
+                F.OPEN_TRANSACTION_AT_EOF, severity, g.file, g.pos,
+                {"gtid": g.gtid, "changes": len(g.changes), "end_offset": end_offset},
+                "transaction still open at the end of the file"
+                + (" (the newest file may still be being written)" if may_be_open else "")))
+            self.incomplete.append(self._txn(g, ROLLED_BACK, DML, "", None, end_offset))
+            self.group = None
+        self.parser.reset()
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _classify(self, ev: Event) -> Boundary:
+        code = ev.type_code
+        if code == E.FORMAT_DESCRIPTION or code == E.START_V3:
+            v = ev.data.get("server_version") or ""
+            self.old_server = ev.data.get("flavor") == "mysql" and v[:3] in ("3.2", "4.0",
+                                                                              "4.1", "5.0",
+                                                                              "5.1", "5.2")
+        if code in IGNORED_EVENTS or code not in _KNOWN:
+            return Boundary.IGNORE
+        if code in GTID_EVENTS:
+            return Boundary.START
+        if code in INSIDE_EVENTS:
+            g = self.group
+            if self.old_server:
+                # MySQL 5.0/5.1 logged the rows of an autocommit statement on a
+                # non-transactional table without BEGIN/COMMIT: Table_map ... rows event with
+                # the statement-end flag.  The log_event.cc "*1" guess of WL#4162 for events
+                # without boundary markers.
+                if code == E.TABLE_MAP and not (self.parser.in_group and g is not None):
+                    return Boundary.START
+                if g is not None and g.implicit and ev.data.get("stmt_end"):
+                    return Boundary.END
+            return Boundary.INSIDE
+        if code in END_EVENTS:
+            return Boundary.END
+        if code in SELF_EVENTS:
+            return Boundary.SELF_CONTAINED
+        in_group = self.parser.in_group and self.group is not None
+        if code in PRE_STATEMENT_EVENTS:
+            return Boundary.INSIDE if in_group else Boundary.START
+        if code in STATEMENT_EVENTS:
+            kw = query_keyword(ev.data.get("query") or "") if "query" in ev.data else ""
+            g = self.group
+            if kw in ("BEGIN", "XA START"):
+                return Boundary.INSIDE if in_group and g is not None and not g.begun \
+                    and g.by_gtid else Boundary.START
+            if kw in ("COMMIT", "ROLLBACK", "XA PREPARE"):
+                return Boundary.END
+            if kw in ("SAVEPOINT", "ROLLBACK TO", "XA END", "RELEASE"):
+                return Boundary.INSIDE
+            if kw in ("XA COMMIT", "XA ROLLBACK"):
+                return Boundary.END if in_group else Boundary.SELF_CONTAINED
+            if in_group:
+                return Boundary.INSIDE if g is not None and g.begun else Boundary.END
+            return Boundary.SELF_CONTAINED
+        return Boundary.SELF_CONTAINED  # Unknown_log_event and friends (WL#4162: SELF)
+
+    def feed(self, ev: Event) -> Iterator[Transaction | XaMarker]:
+        b = self._classify(ev)
+        if b == Boundary.IGNORE:
+            return
+        bad = self.parser.feed(b)
+        if bad is not None:
+            self._invalid(ev, bad)
+            if self.group is not None:
+                self.incomplete.append(self._txn(self.group, ROLLED_BACK, DML, "", None, ev.pos))
+                self.group = None
+            if b in (Boundary.INSIDE, Boundary.END):
+                return  # an orphan event: no group to put it in
+        else:
+            self._flush_bad()
+        if b == Boundary.START:
+            self.group = g = _Group(self.file, self.seq, ev.pos, ev.server_id)
+            g.by_gtid = ev.type_code in GTID_EVENTS
+            g.implicit = ev.type_code == E.TABLE_MAP
+            g.begun = g.implicit
+            yield from self._inside(ev)
+        elif b == Boundary.INSIDE:
+            yield from self._inside(ev)
+        elif b == Boundary.END:
+            if ev.type_code in ROWS_EVENTS:  # the last rows event of an implicit group
+                yield from self._inside(ev)
+            yield from self._end(ev)
+        elif b == Boundary.SELF_CONTAINED and ev.type_code in STATEMENT_EVENTS:
+            g = _Group(self.file, self.seq, ev.pos, ev.server_id)
+            self.group = g
+            yield from self._end(ev)
+
+    def _invalid(self, ev: Event, bad: tuple[Boundary, Boundary]) -> None:
+        # Collapse a run of identical invalid transitions (e.g. every event of a transaction
+        # whose start is missing) into one finding with a count.
+        key = (self.file, 0, bad[0], bad[1])
+        if self._last_bad is not None and self._last_bad[0] == self.file and \
+                self._last_bad[2:] == key[2:] and bad[0] == Boundary.NOT_DEFINED:
+            self._bad_count += 1
+            return
+        self._flush_bad()
+        self._last_bad = (self.file, ev.pos, bad[0], bad[1])
+        self._bad_count = 1
+
+    def _flush_bad(self) -> None:
+        if self._last_bad is None:
+            return
+        file, pos, a, b = self._last_bad
+        self.findings.append(Finding(
+            F.INVALID_TRANSITION, F.ERROR, file, pos,
+            {"from": a.name, "to": b.name, "events": self._bad_count},
+            describe((a, b)) + (f" ({self._bad_count} events)" if self._bad_count > 1 else "")))
+        self._last_bad = None
+        self._bad_count = 0
+
+    def _inside(self, ev: Event) -> Iterator[Transaction | XaMarker]:
+        g = self.group
+        assert g is not None
+        code = ev.type_code
+        d = ev.data
+        if code in GTID_EVENTS:
+            g.gtid = d.get("gtid")
+            if code == E.MARIADB_GTID:
+                flags = int(d.get("flags2") or 0)
+                g.mariadb_flags = flags
+                g.begun = not flags & MARIADB_STANDALONE
+                if flags & MARIADB_PREPARED_XA:
+                    g.xa_xid = xid_of_event(d.get("xid"))
+            else:
+                g.commit_ts_us = d.get("immediate_commit_timestamp")
+        elif code in ROWS_EVENTS:
+            db = d.get("db", "")
+            table = d.get("table", "")
+            name = f"{db}.{table}"
+            g.tables.add(name)
+            op = op_of(code)
+            transactional = self.engines.transactional(name)
+            for i, (before, after) in enumerate(d.get("rows") or ()):
+                g.changes.append(RowChange(db, table, op, before, after, ev.file, ev.pos, i,
+                                           g.statement, True, None, transactional))
+            if d.get("stmt_end"):
+                g.statement = None
+        elif code in (E.ANNOTATE_ROWS, E.ROWS_QUERY):
+            g.statement = d.get("query")
+        elif code in STATEMENT_EVENTS:
+            query = d.get("query") or ""
+            kw = query_keyword(query)
+            if kw in ("BEGIN",):
+                g.begun = True
+            elif kw == "XA START":
+                g.begun = True
+                parsed = parse_xa_statement(query)
+                if parsed is not None:
+                    g.xa_xid = parsed[1]
+            elif kw == "SAVEPOINT":
+                m = _SAVEPOINT_NAME.match(query)
+                if m:
+                    g.savepoints.append((m.group("name"), len(g.changes)))
+            elif kw == "ROLLBACK TO":
+                self._rollback_to(g, query, ev)
+            elif kw == "RELEASE":
+                m = _SAVEPOINT_NAME.match(query)
+                if m:
+                    g.savepoints = [s for s in g.savepoints if s[0] != m.group("name")]
+            elif kw != "XA END":
+                g.statements.append(query)
+                self._ddl(d, query, kw)
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def _rollback_to(self, g: _Group, query: str, ev: Event) -> None:
+        m = _SAVEPOINT_NAME.match(query)
+        name = m.group("name") if m else None
+        for k in range(len(g.savepoints) - 1, -1, -1):
+            if g.savepoints[k][0] == name:
+                start = g.savepoints[k][1]
+                for c in g.changes[start:]:
+                    if c.transactional:
+                        c.applied = False
+                del g.savepoints[k + 1:]
+                self._assumed_engines(g, ev)
+                return
+        self.findings.append(Finding(
+            F.INVALID_TRANSITION, F.WARNING, ev.file, ev.pos, {"savepoint": name},
+            f"ROLLBACK TO a savepoint ({name}) not set in this transaction"))
+
+    @staticmethod
+    def _is_trx_end(ev: Event) -> bool:
+        if ev.type_code in END_EVENTS:
+            return True
+        return query_keyword(ev.data.get("query") or "") in ("COMMIT", "ROLLBACK")
+
+    def _assumed_engines(self, g: _Group, ev: Event) -> None:
+        """A rollback was resolved with a table whose engine nothing told us: say so."""
+        unknown = sorted(t for t in g.tables if self.engines.is_transactional(t) is None)
+        if unknown:
+            self.findings.append(Finding(
+                F.UNKNOWN_TABLE_ENGINE, F.INFO, ev.file, ev.pos, {"tables": unknown},
+                f"assumed transactional (no CREATE TABLE or configuration says otherwise): "
+                f"{', '.join(unknown)}"))
+
+    def _ddl(self, d: dict[str, Any], query: str, kw: str) -> None:
+        if kw in _DDL_WORDS:
+            self.engines.observe_ddl(d.get("db") or None, query)
+
+    def _end(self, ev: Event) -> Iterator[Transaction | XaMarker]:
+        g = self.group
+        assert g is not None
+        self.group = None
+        code = ev.type_code
+        d = ev.data
+        end = ev.end_pos
+        if not g.begun and g.pos != ev.pos and self._is_trx_end(ev):
+            # A GTID group (or a pre-statement group) must open a transaction with BEGIN / XA
+            # START (MariaDB: a non-standalone GTID) before Xid, COMMIT, ROLLBACK or XA_prepare
+            # can end it (rpl_trx_boundary_parser.cc: the GTID state takes BEGIN or a DDL).
+            what = ev.type if code in END_EVENTS else query_keyword(d.get("query") or "")
+            self.findings.append(Finding(
+                F.INVALID_TRANSITION, F.ERROR, ev.file, ev.pos,
+                {"from": "START", "to": "END", "event": what},
+                f"unable to change boundary parser from Start Transaction to End "
+                f"Transaction: {what} without BEGIN / XA START in the group at {g.pos}"))
+            self.incomplete.append(self._txn(g, ROLLED_BACK, DML, what, ev, end))
+            return
+        if code in ROWS_EVENTS:  # implicit autocommit group of an old server (see _classify)
+            yield self._txn(g, COMMITTED, DML, "STMT_END", ev, end)
+            return
+        if code == E.XID:
+            txn = self._txn(g, COMMITTED, DML, "XID", ev, end)
+            txn.xid = d.get("xid")
+            self.engines.observe_group(g.tables, all_transactional=True)
+            yield txn
+            return
+        if code == E.XA_PREPARE:
+            xid = xid_of_event(d.get("xid")) or g.xa_xid
+            txn = self._txn(g, XA_PREPARED, XA, "XA_PREPARE", ev, end)
+            txn.xa_xid = xid
+            if d.get("one_phase"):
+                txn.status = XA_COMMITTED
+                txn.one_phase = True
+                txn.prepare = txn.part
+            yield txn
+            return
+        query = d.get("query") or ""
+        kw = query_keyword(query)
+        if kw == "COMMIT":
+            txn = self._txn(g, COMMITTED, DML, "COMMIT", ev, end)
+            flags = g.mariadb_flags
+            self.engines.observe_group(g.tables, all_transactional=flags is not None and bool(
+                flags & MARIADB_TRANSACTIONAL))
+            yield txn
+            return
+        if kw == "ROLLBACK":
+            txn = self._txn(g, ROLLED_BACK, DML, "ROLLBACK", ev, end)
+            for c in txn.changes:
+                if c.transactional:
+                    c.applied = False
+            txn.nontransactional = any(c.applied for c in txn.changes)
+            self._assumed_engines(g, ev)
+            yield txn
+            return
+        if kw in ("XA COMMIT", "XA ROLLBACK"):
+            parsed = parse_xa_statement(query)
+            xid = parsed[1] if parsed else None
+            if xid is None and g.mariadb_flags is not None:
+                xid = xid_of_event(None)
+            if xid is None:
+                self.findings.append(Finding(F.DECODE_ERROR, F.ERROR, ev.file, ev.pos,
+                                             {"query": query[:200]},
+                                             "cannot read the XID of an XA statement"))
+                return
+            if parsed and parsed[2]:  # XA COMMIT ... ONE PHASE logged as a statement
+                txn = self._txn(g, XA_COMMITTED, XA, kw.replace(" ", "_"), ev, end)
+                txn.xa_xid = xid
+                txn.one_phase = True
+                txn.prepare = txn.part
+                yield txn
+                return
+            part = self._part(g, ev, end)
+            yield XaMarker(xid, kw == "XA COMMIT", part, kw.replace(" ", "_"), g.server_id)
+            return
+        # A statement: DDL, or statement-format DML (self-contained or ending its group).
+        kind = DDL if kw in _DDL_WORDS else STATEMENT
+        self._ddl(d, query, kw)
+        txn = self._txn(g, COMMITTED, kind, kw or E(code).name, ev, end)
+        txn.statements = [*g.statements, query] if query else list(g.statements)
+        yield txn
+
+    # -- building ------------------------------------------------------------------------
+
+    def _part(self, g: _Group, ev: Event | None, end: int | None) -> Part:
+        return Part(g.file, g.seq, g.pos, end if end is not None else g.pos, g.gtid,
+                    ev.timestamp if ev is not None else None, g.commit_ts_us)
+
+    def _txn(self, g: _Group, status: str, kind: str, end_event: str, ev: Event | None,
+             end: int | None) -> Transaction:
+        if kind == DML and not g.changes and g.statements:
+            kind = STATEMENT if not any(query_keyword(s) in _DDL_WORDS for s in g.statements) \
+                else DDL
+        return Transaction(kind, status, self._part(g, ev, end), None, end_event, None,
+                           g.xa_xid, False, g.changes, g.statements, False, g.server_id)
+
+
+def assign_order(txn: Transaction) -> None:
+    """Order keys for a decided transaction: its changes take effect at its deciding group."""
+    base = (txn.part.seq, txn.part.end_pos)
+    for i, c in enumerate(txn.changes):
+        c.order = (base[0], base[1], i)
+
+
+@dataclass
+class BuildResult:
+    transactions: list[Transaction] = field(default_factory=list)
+    pending: list[Transaction] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    files: list[FileInfo] = field(default_factory=list)
+    incomplete: list[Transaction] = field(default_factory=list)
+
+
+class TransactionStream:
+    """Iterate the decided transactions of a sequence of files; afterwards ``pending``,
+    ``findings``, ``files`` and ``incomplete`` describe the rest."""
+
+    def __init__(self, uris: Iterable[str | os.PathLike[str]], *,
+                 pending_in: list[Transaction] | None = None,
+                 nontransactional: Iterable[str] = (), verify_checksums: bool = True,
+                 newest_file_may_be_open: bool = True,
+                 pending_max_age: float | None = None) -> None:
+        self.files_in: list[BinlogFile] = order_files(uris)
+        self.engines = EngineTracker(nontransactional)
+        self.builder = GroupBuilder(self.engines)
+        self.tracker = XaTracker(pending_in)
+        self.verify = verify_checksums
+        self.newest_may_be_open = newest_file_may_be_open
+        self.pending_max_age = pending_max_age
+        self.files: list[FileInfo] = []
+        self.pending: list[Transaction] = []
+        self.findings: list[Finding] = []
+        self.last_timestamp: int | None = None
+
+    def __iter__(self) -> Iterator[Transaction]:
+        b = self.builder
+        for n, f in enumerate(self.files_in):
+            info = FileInfo(f.name, f.uri, f.seq)
+            self.files.append(info)
+            b.begin_file(f.name, f.seq)
+            reader = BinlogReader(f.uri, verify_checksums=self.verify)
+            try:
+                for ev in reader:
+                    self._note(info, ev)
+                    for item in b.feed(ev):
+                        txn = self._decide(item)
+                        if txn is not None:
+                            yield txn
+            except BinlogError as exc:
+                info.error = exc
+                kind = F.TRUNCATED if isinstance(exc, TruncatedError) else F.DECODE_ERROR
+                self.findings.append(Finding(kind, F.ERROR, f.name, exc.offset,
+                                             exc.to_dict(), str(exc)))
+            info.end_offset = reader.end_offset
+            newest = n == len(self.files_in) - 1
+            b.end_file(may_be_open=newest and self.newest_may_be_open and bool(info.in_use),
+                       end_offset=reader.end_offset)
+        self.pending = list(self.tracker.pending.values())
+        for t in self.pending:
+            ts = t.part.timestamp
+            if ts is not None and self.last_timestamp is not None:
+                t.age_seconds = float(self.last_timestamp - ts)
+            if self.pending_max_age is not None and t.age_seconds is not None \
+                    and t.age_seconds > self.pending_max_age:
+                self.findings.append(Finding(
+                    F.XA_PENDING_TOO_LONG, F.WARNING, t.part.file, t.part.begin_pos,
+                    {"xid": t.xa_xid.to_dict() if t.xa_xid else None,
+                     "age_seconds": t.age_seconds},
+                    f"XA {t.xa_xid} prepared {t.age_seconds:.0f} s before the end of the input "
+                    "and still pending"))
+        self.findings = [*self.builder.findings, *self.tracker.findings, *self.findings]
+        yield from self.pending
+
+    def _note(self, info: FileInfo, ev: Event) -> None:
+        info.events += 1
+        if ev.type_code == E.FORMAT_DESCRIPTION and info.server_version is None:
+            info.server_version = ev.data.get("server_version")
+            info.flavor = ev.data.get("flavor")
+            info.checksum_alg = ev.data.get("checksum_alg")
+            info.in_use = ev.data.get("in_use")
+        if ev.timestamp:
+            if info.first_timestamp is None:
+                info.first_timestamp = ev.timestamp
+            info.last_timestamp = ev.timestamp
+            self.last_timestamp = ev.timestamp
+        if ev.type_code in GTID_EVENTS and ev.data.get("gtid"):
+            if info.first_gtid is None:
+                info.first_gtid = ev.data["gtid"]
+            info.last_gtid = ev.data["gtid"]
+        if ev.payload_index is None:
+            info.ends_with = ev.type if ev.type_code in (E.ROTATE, E.STOP) else None
+
+    def _decide(self, item: Transaction | XaMarker) -> Transaction | None:
+        if isinstance(item, XaMarker):
+            txn = self.tracker.completed(item.xid, item.commit, item.part,
+                                         end_event=item.end_event, server_id=item.server_id)
+            assign_order(txn)
+            return txn
+        if item.status == XA_PREPARED:
+            self.tracker.prepared(item)
+            return None
+        assign_order(item)
+        return item
+
+    def result(self) -> BuildResult:
+        return BuildResult([], self.pending, self.findings, self.files,
+                           self.builder.incomplete)
+
+
+def build_transactions(uris: Iterable[str | os.PathLike[str]], *,
+                       pending_in: list[Transaction] | None = None,
+                       nontransactional: Iterable[str] | None = None,
+                       **kw: Any) -> BuildResult:
+    """All transactions of ``uris`` (decided ones in commit order, then the XAs still
+    prepared), with findings.  Holds everything in memory: for big inputs iterate a
+    :class:`TransactionStream` instead."""
+    stream = TransactionStream(uris, pending_in=pending_in,
+                               nontransactional=nontransactional or (), **kw)
+    txns = list(stream)
+    res = stream.result()
+    res.transactions = txns
+    return res
