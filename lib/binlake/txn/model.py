@@ -162,7 +162,7 @@ class Transaction:
             "begin_pos": (self.prepare or self.part).begin_pos,
             "end_file": self.part.file,
             "end_pos": self.part.end_pos,
-            "commit_time": self.commit_time,
+            "commit_time": self.commit_time if self.status != XA_PREPARED else None,
             "end_event": self.end_event,
             "xid": self.xid,
             "rows": self.row_counts(),
@@ -175,6 +175,7 @@ class Transaction:
             d["prepare"] = self.prepare.to_dict() if self.prepare else None
             d["commit"] = self.part.to_dict() if self.status != XA_PREPARED else None
             if self.status == XA_PREPARED:
+                d["prepared_at"] = self.commit_time
                 d["age_seconds"] = self.age_seconds
         if self.statements:
             d["statements"] = self.statements
