@@ -48,7 +48,7 @@ from .boundary import (
     describe,
     query_keyword,
 )
-from .engines import EngineTracker
+from .engines import EngineTracker, statement_target
 from .files import BinlogFile, order_files
 from .findings import Finding
 from .model import (
@@ -331,6 +331,9 @@ class GroupBuilder:
                     g.savepoints = [s for s in g.savepoints if s[0] != m.group("name")]
             elif kw != "XA END":
                 g.statements.append(query)
+                target = statement_target(d.get("db") or None, query)
+                if target:
+                    g.tables.add(target)
                 self._ddl(d, query, kw)
         return
         yield  # pragma: no cover - makes this a generator
@@ -422,7 +425,9 @@ class GroupBuilder:
             for c in txn.changes:
                 if c.transactional:
                     c.applied = False
-            txn.nontransactional = any(c.applied for c in txn.changes)
+            # Statement-format changes (no rows) to non-transactional tables happened too.
+            txn.nontransactional = any(c.applied for c in txn.changes) or any(
+                self.engines.is_transactional(t) is False for t in g.tables)
             self._assumed_engines(g, ev)
             yield txn
             return
@@ -461,7 +466,8 @@ class GroupBuilder:
 
     def _txn(self, g: _Group, status: str, kind: str, end_event: str, ev: Event | None,
              end: int | None) -> Transaction:
-        if kind == DML and not g.changes and g.statements:
+        if kind == DML and not g.changes and g.statements and not g.begun:
+            # statements without BEGIN (old servers' pre-statement groups): not a DML group
             kind = STATEMENT if not any(query_keyword(s) in _DDL_WORDS for s in g.statements) \
                 else DDL
         return Transaction(kind, status, self._part(g, ev, end), None, end_event, None,

@@ -48,6 +48,25 @@ def _qualify(name: str, db: str | None) -> str:
     return f"{db}.{parts[0]}" if db else parts[0]
 
 
+_UNAME = _NAME.replace("name", "uname")
+_DNAME = _NAME.replace("name", "dname")
+_DML_TARGET = re.compile(
+    rf"^\s*(?:INSERT|REPLACE)\s+(?:LOW_PRIORITY\s+|DELAYED\s+|HIGH_PRIORITY\s+|IGNORE\s+)*"
+    rf"(?:INTO\s+)?{_NAME}"
+    rf"|^\s*UPDATE\s+(?:LOW_PRIORITY\s+|IGNORE\s+)*{_UNAME}"
+    rf"|^\s*DELETE\s+(?:LOW_PRIORITY\s+|QUICK\s+|IGNORE\s+)*FROM\s+{_DNAME}", re.I)
+
+
+def statement_target(db: str | None, query: str) -> str | None:
+    """The table a statement-format INSERT/REPLACE/UPDATE/DELETE writes ("db.table"), when
+    the statement names one table first (multi-table statements: the first one)."""
+    m = _DML_TARGET.match(query)
+    if m is None:
+        return None
+    name = m.group("name") or m.group("uname") or m.group("dname")
+    return _qualify(name, db) if name else None
+
+
 class EngineTracker:
     def __init__(self, nontransactional: Iterable[str] = (),
                  transactional: Iterable[str] = ()) -> None:
