@@ -155,3 +155,22 @@ def test_xa_statement_parsing(query: str, verb: str, xid: tuple[int, str, str],
     assert parsed[0] == verb
     assert (parsed[1].format_id, parsed[1].gtrid, parsed[1].bqual) == xid
     assert parsed[2] is one_phase
+
+
+def test_statement_context_from_intvar_rand_user_var() -> None:
+    """ver_5_1_23.001 (MySQL 5.1.23, statement format): binlog_old_versions.result, section
+    "Read modern binlog (version 5.1.23)", shows the rows the server got by replaying it:
+    (0, 'last_insert_id'), (4, 'four') and (674568, 'random')."""
+    res = build_transactions([CORPUS / "mysql-8.0/suite/binlog/std_data/ver_5_1_23.001"])
+    ctx = {t.statements[-1]: t.statement_context[-1] for t in res.transactions
+           if t.statements}
+    four = ctx["INSERT INTO t1 VALUES (@x, 'four')"]
+    assert four["user_vars"] == {"x": 4} and four["db"] == "test"
+    assert ctx["INSERT INTO t1 VALUES (LAST_INSERT_ID(), 'last_insert_id')"][
+        "last_insert_id"] == 0
+    rand = ctx["INSERT INTO t1 VALUES (RAND() * 1000000, 'random')"]
+    assert {"rand_seed1", "rand_seed2"} <= set(rand)
+    # MySQL's RAND() (my_rnd.cc): seed1 = (seed1*3 + seed2) % max; value = seed1 / max
+    max_value = 0x3FFFFFFF
+    s1 = (rand["rand_seed1"] * 3 + rand["rand_seed2"]) % max_value
+    assert round(s1 / max_value * 1000000) == 674568

@@ -82,8 +82,8 @@ MARIADB_COMPLETED_XA = 0x80
 class _Group:
     """An open event group."""
 
-    __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "db", "file", "gtid",
-                 "implicit", "mariadb_flags", "pos", "savepoints", "seq", "server_id",
+    __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "context", "contexts", "file",
+                 "gtid", "implicit", "mariadb_flags", "pos", "savepoints", "seq", "server_id",
                  "statement", "statements", "tables", "xa_xid")
 
     def __init__(self, file: str, seq: int, pos: int, server_id: int) -> None:
@@ -103,7 +103,10 @@ class _Group:
         self.statement: str | None = None  # Annotate_rows / Rows_query text in force
         self.savepoints: list[tuple[str, int]] = []
         self.tables: set[str] = set()
-        self.db: str | None = None
+        # statement-format context: what Intvar/Rand/User_var events set for the next
+        # statement, and one such dict (with the statement's db) per statement
+        self.context: dict[str, Any] = {}
+        self.contexts: list[dict[str, Any]] = []
 
 
 @dataclass
@@ -309,6 +312,15 @@ class GroupBuilder:
                 g.statement = None
         elif code in (E.ANNOTATE_ROWS, E.ROWS_QUERY):
             g.statement = d.get("query")
+        elif code == E.INTVAR:
+            g.context["insert_id" if d.get("kind") == "INSERT_ID" else "last_insert_id"] = \
+                d.get("value")
+        elif code == E.RAND:
+            g.context["rand_seed1"] = d.get("seed1")
+            g.context["rand_seed2"] = d.get("seed2")
+        elif code == E.USER_VAR:
+            g.context.setdefault("user_vars", {})[d.get("name")] = \
+                None if d.get("is_null") else d.get("value")
         elif code in STATEMENT_EVENTS:
             query = d.get("query") or ""
             kw = query_keyword(query)
@@ -330,7 +342,7 @@ class GroupBuilder:
                 if m:
                     g.savepoints = [s for s in g.savepoints if s[0] != m.group("name")]
             elif kw != "XA END":
-                g.statements.append(query)
+                self._statement(g, d, query)
                 target = statement_target(d.get("db") or None, query)
                 if target:
                     g.tables.add(target)
@@ -353,6 +365,12 @@ class GroupBuilder:
         self.findings.append(Finding(
             F.INVALID_TRANSITION, F.WARNING, ev.file, ev.pos, {"savepoint": name},
             f"ROLLBACK TO a savepoint ({name}) not set in this transaction"))
+
+    @staticmethod
+    def _statement(g: _Group, d: dict[str, Any], query: str) -> None:
+        g.statements.append(query)
+        g.contexts.append({"db": d.get("db") or None, **g.context})
+        g.context = {}
 
     @staticmethod
     def _is_trx_end(ev: Event) -> bool:
@@ -455,7 +473,10 @@ class GroupBuilder:
         kind = DDL if kw in _DDL_WORDS else STATEMENT
         self._ddl(d, query, kw)
         txn = self._txn(g, COMMITTED, kind, kw or E(code).name, ev, end)
-        txn.statements = [*g.statements, query] if query else list(g.statements)
+        if query:
+            self._statement(g, d, query)
+        txn.statements = g.statements
+        txn.statement_context = g.contexts
         yield txn
 
     # -- building ------------------------------------------------------------------------
@@ -470,8 +491,10 @@ class GroupBuilder:
             # statements without BEGIN (old servers' pre-statement groups): not a DML group
             kind = STATEMENT if not any(query_keyword(s) in _DDL_WORDS for s in g.statements) \
                 else DDL
-        return Transaction(kind, status, self._part(g, ev, end), None, end_event, None,
-                           g.xa_xid, False, g.changes, g.statements, False, g.server_id)
+        txn = Transaction(kind, status, self._part(g, ev, end), None, end_event, None,
+                          g.xa_xid, False, g.changes, g.statements, False, g.server_id)
+        txn.statement_context = g.contexts
+        return txn
 
 
 def assign_order(txn: Transaction) -> None:

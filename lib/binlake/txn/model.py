@@ -118,6 +118,8 @@ class Transaction:
     nontransactional: bool = False  # contains changes that survive a rollback (WL#2687)
     server_id: int | None = None
     age_seconds: float | None = None  # pending XA: from its PREPARE to the end of the input
+    # one dict per statement: its db and the Intvar/Rand/User_var values logged before it
+    statement_context: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gtid(self) -> str | None:
@@ -179,6 +181,7 @@ class Transaction:
                 d["age_seconds"] = self.age_seconds
         if self.statements:
             d["statements"] = self.statements
+            d["statement_context"] = self.statement_context
         if with_changes:
             d["changes"] = [c.to_dict() for c in self.changes]
         return d

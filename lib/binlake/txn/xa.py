@@ -153,6 +153,7 @@ def _to_state(t: Transaction) -> dict[str, Any]:
         "end_event": t.end_event,
         "changes": [c.to_dict() for c in t.changes],
         "statements": t.statements,
+        "statement_context": t.statement_context,
         "nontransactional": t.nontransactional,
         "server_id": t.server_id,
     }
@@ -160,7 +161,9 @@ def _to_state(t: Transaction) -> dict[str, Any]:
 
 def _from_state(d: dict[str, Any]) -> Transaction:
     changes = [RowChange.from_dict(c) for c in d.get("changes", [])]
-    return Transaction(XA, XA_PREPARED, Part.from_dict(d["part"]), None, d.get("end_event", ""),
-                       None, XaXid.from_dict(d["xa_xid"]) if d.get("xa_xid") else None, False,
-                       changes, list(d.get("statements", [])), bool(d.get("nontransactional")),
-                       d.get("server_id"))
+    txn = Transaction(XA, XA_PREPARED, Part.from_dict(d["part"]), None, d.get("end_event", ""),
+                      None, XaXid.from_dict(d["xa_xid"]) if d.get("xa_xid") else None, False,
+                      changes, list(d.get("statements", [])), bool(d.get("nontransactional")),
+                      d.get("server_id"))
+    txn.statement_context = list(d.get("statement_context", []))
+    return txn
