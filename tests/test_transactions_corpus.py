@@ -36,16 +36,15 @@ EXPECTED = {
     # duplicate Xid values and edited bytes are the stream checks' business (test_checks)
     "duplicate_xid": set(),
     "duplicate_xid_ddl": set(),
-    "duplicate_xid_xa_commit": set(),
-    "duplicate_xid_xa_rollback": set(),
+    # an XA COMMIT / ROLLBACK of an XID already committed in this file and not prepared again
+    "duplicate_xid_xa_commit": {F.DUPLICATE_XID},
+    "duplicate_xid_xa_rollback": {F.DUPLICATE_XID},
     "malformed_xid_xa_commit": set(),
     "malformed_xid_xa_rollback": set(),
 }
 EXPECTED_WARNINGS = {
     "orphan_xa_commit": {F.XA_ORPHAN_COMMIT},
     "orphan_xa_rollback": {F.XA_ORPHAN_ROLLBACK},
-    "duplicate_xid_xa_commit": {F.XA_ORPHAN_COMMIT},
-    "duplicate_xid_xa_rollback": {F.XA_ORPHAN_ROLLBACK},
 }
 
 

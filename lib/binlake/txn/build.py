@@ -48,6 +48,7 @@ from .boundary import (
     describe,
     query_keyword,
 )
+from .checks import StreamChecker, local_size
 from .engines import EngineTracker, statement_target
 from .files import BinlogFile, order_files
 from .findings import Finding
@@ -521,7 +522,7 @@ class TransactionStream:
                  pending_in: list[Transaction] | None = None,
                  nontransactional: Iterable[str] = (), verify_checksums: bool = True,
                  newest_file_may_be_open: bool = True,
-                 pending_max_age: float | None = None) -> None:
+                 pending_max_age: float | None = None, stream_checks: bool = False) -> None:
         self.files_in: list[BinlogFile] = order_files(uris)
         self.engines = EngineTracker(nontransactional)
         self.builder = GroupBuilder(self.engines)
@@ -529,6 +530,9 @@ class TransactionStream:
         self.verify = verify_checksums
         self.newest_may_be_open = newest_file_may_be_open
         self.pending_max_age = pending_max_age
+        self.checker: StreamChecker | None = (
+            StreamChecker(newest_file_may_be_open=newest_file_may_be_open)
+            if stream_checks else None)
         self.files: list[FileInfo] = []
         self.pending: list[Transaction] = []
         self.findings: list[Finding] = []
@@ -540,10 +544,15 @@ class TransactionStream:
             info = FileInfo(f.name, f.uri, f.seq)
             self.files.append(info)
             b.begin_file(f.name, f.seq)
-            reader = BinlogReader(f.uri, verify_checksums=self.verify)
+            checker = self.checker
+            if checker is not None:
+                checker.begin_file(f.name, seq=f.seq if f.seq >= 0 else None)
+            reader = BinlogReader(f.uri, verify_checksums=self.verify, name=f.name)
             try:
                 for ev in reader:
                     self._note(info, ev)
+                    if checker is not None:
+                        checker.event(ev)
                     for item in b.feed(ev):
                         txn = self._decide(item)
                         if txn is not None:
@@ -554,6 +563,11 @@ class TransactionStream:
                 self.findings.append(Finding(kind, F.ERROR, f.name, exc.offset,
                                              exc.to_dict(), str(exc)))
             info.end_offset = reader.end_offset
+            if checker is not None:
+                checker.end_file(
+                    end_offset=reader.end_offset if info.error is None else info.error.offset,
+                    error=info.error,
+                    size=local_size(f.uri) if reader.compression is None else None)
             newest = n == len(self.files_in) - 1
             b.end_file(may_be_open=newest and self.newest_may_be_open and bool(info.in_use),
                        end_offset=reader.end_offset)
@@ -570,6 +584,10 @@ class TransactionStream:
                      "age_seconds": t.age_seconds},
                     f"XA {t.xa_xid} prepared {t.age_seconds:.0f} s before the end of the input "
                     "and still pending"))
+        if self.checker is not None:
+            # the stream checks report framing errors themselves: keep theirs
+            self.checker.finish()
+            self.findings = [*self.checker.findings]
         self.findings = [*self.builder.findings, *self.tracker.findings, *self.findings]
         yield from self.pending
 

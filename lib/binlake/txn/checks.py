@@ -155,6 +155,7 @@ from .findings import (
     GTID_DUPLICATE,
     GTID_GAP,
     GTID_HEADER_MISMATCH,
+    GTID_OUT_OF_ORDER,
     INFO,
     MISSING_FILE,
     POSITION_GAP,
@@ -166,10 +167,9 @@ from .findings import (
     Finding,
 )
 
-__all__ = ["GTID_OUT_OF_ORDER", "IntervalSet", "StreamChecker", "check_files"]
+__all__ = ["GTID_OUT_OF_ORDER", "IntervalSet", "StreamChecker", "check_files", "local_size"]
 
 # Proposed for findings.py (a GTID below the highest one seen, not a duplicate).
-GTID_OUT_OF_ORDER = "gtid_out_of_order"
 
 _GTID_TYPES = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED})
 _MYSQL_GTID_TYPES = frozenset({E.GTID, E.GTID_TAGGED})
@@ -426,9 +426,7 @@ class StreamChecker:
         self._name = name
         self._base = base
         self._seq = seq
-        self._events = 0
         self._first_fde: Event | None = None
-        self._fde_count = 0
         self._v3 = False
         self._check_positions = True
         self._pre_checksum = False
@@ -491,10 +489,8 @@ class StreamChecker:
         if ev.payload_index is not None:
             self._xid_checks(ev, name)
             return
-        self._events += 1
         t = ev.type_code
         if t in _FDE_TYPES:
-            self._fde_count += 1
             if self._first_fde is None:
                 self._first_fde = ev
                 self._v3 = t == E.START_V3
@@ -998,7 +994,7 @@ def _text(value: Any) -> Any:
     return repr(value)
 
 
-def _local_size(uri: str) -> int | None:
+def local_size(uri: str) -> int | None:
     try:
         loc = parse_location(uri)
     except BinlogError:
@@ -1032,7 +1028,7 @@ def check_files(uris: Iterable[str | os.PathLike[str]], *, newest_file_may_be_op
                 checker.event(ev)
         except BinlogError as exc:
             error = exc
-        size = _local_size(f.uri) if reader.compression is None else None
+        size = local_size(f.uri) if reader.compression is None else None
         checker.end_file(end_offset=reader.end_offset if error is None else error.offset,
                          error=error, size=size)
     checker.finish()

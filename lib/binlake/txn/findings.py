@@ -22,6 +22,7 @@ POSITION_OVERLAP = "position_overlap"  # next_pos points before the end of the e
 TRANSACTION_LENGTH_MISMATCH = "transaction_length_mismatch"
 GTID_GAP = "gtid_gap"
 GTID_DUPLICATE = "gtid_duplicate"
+GTID_OUT_OF_ORDER = "gtid_out_of_order"  # a hole filled later / a domain going backwards
 GTID_HEADER_MISMATCH = "gtid_header_mismatch"  # Previous_gtids / GTID_list vs what came before
 ROTATE_MISMATCH = "rotate_mismatch"  # Rotate names a file that does not follow
 FILE_END_WITHOUT_ROTATE = "file_end_without_rotate_or_stop"

@@ -116,6 +116,12 @@ _C_IGNORE, _C_BEGIN, _C_END, _C_STMT, _C_PRE, _C_LOAD, _C_MAP, _C_ROWS, _C_INSID
 # inside a rows statement logged without BEGIN (ends at STMT_END_F).
 _S_NONE, _S_WAIT, _S_DML, _S_ROWS = range(4)
 
+# What the walk must look at: after the first GTID only GTIDs (and format changes); in a
+# GTID-less file inside BEGIN ... COMMIT only what may end the transaction; else everything.
+_WATCH_GTID = _GTIDS | _FDE_TYPES | {E.START_ENCRYPTION}
+_WATCH_DML = _WATCH_GTID | {E.QUERY, E.XID, E.XA_PREPARE}
+_WATCH_ALL = frozenset(range(256))
+
 _ROWS_EVENTS = frozenset({E.PRE_GA_WRITE_ROWS, E.PRE_GA_UPDATE_ROWS, E.PRE_GA_DELETE_ROWS,
                           E.WRITE_ROWS_V1, E.UPDATE_ROWS_V1, E.DELETE_ROWS_V1, E.WRITE_ROWS,
                           E.UPDATE_ROWS, E.DELETE_ROWS, E.PARTIAL_UPDATE_ROWS,
@@ -596,19 +602,24 @@ class _Scanner:
             self.state = _S_NONE
 
     def _query_class(self, pos: int, size: int) -> int:
-        inp = self.inp
-        if inp.fill(pos, size) < size:
-            return _C_STMT
         fde = self.fde
         assert fde is not None
-        i = pos - inp.base + self.hl
-        buf = inp.buf
+        inp = self.inp
+        hl = self.hl
         post = fde.post_header_len(E.QUERY, 13)
+        body_end = size - self.crc_len
+        if body_end < hl + post or inp.fill(pos, hl + post) < hl + post:
+            return _C_STMT  # a damaged event: the reader reports it
+        i = pos - inp.base + hl
+        buf = inp.buf
         db_len = buf[i + 8]
         status_len = _U16.unpack_from(buf, i + 11)[0] if post >= 13 else 0
-        start = i + post + status_len + db_len + 1
-        stop = pos - inp.base + size - self.crc_len
-        head = buf[start:min(stop, start + 16)].strip().upper()
+        start = hl + post + status_len + db_len + 1  # the query text, from the event start
+        stop = min(body_end, start + 16)  # enough to tell BEGIN/COMMIT/XA ... apart
+        if stop <= start or inp.fill(pos, stop) < stop:
+            return _C_STMT
+        i = pos - inp.base
+        head = inp.buf[i + start:i + stop].strip().upper()
         if head == b"BEGIN" or head.startswith(b"XA START"):
             return _C_BEGIN
         if head in (b"COMMIT", b"ROLLBACK"):
@@ -666,8 +677,9 @@ class _Scanner:
             fde = self.fde
             assert fde is not None
             self._set_format(fde)
-            self.jump_enabled = (USE_TRANSACTION_LENGTH and fde.flavor == "mysql"
-                                 and fde.version >= (8, 0, 2))
+            # Verifying checksums means reading every event: no jumps then.
+            self.jump_enabled = (USE_TRANSACTION_LENGTH and not self.verify
+                                 and fde.flavor == "mysql" and fde.version >= (8, 0, 2))
             stats.fast_path = self.jump_enabled
             inp.exact = self.jump_enabled and inp.local
             yield from self._walk()
@@ -684,7 +696,7 @@ class _Scanner:
         hl, minsize, perm = self.hl, self.minsize, self.perm
         buf, base = inp.buf, inp.base
         blen = len(buf)
-        watched = _GTIDS | _FDE_TYPES | {E.START_ENCRYPTION}
+        watched = _WATCH_ALL
         complete = True  # every event up to the end of the file was walked
         self.logpos_ok = False
         while True:
@@ -717,7 +729,7 @@ class _Scanner:
                 i = pos - base
                 if not self._crc_ok(i, size, type_code):
                     self._stop(pos, "event checksum mismatch")
-            if type_code in watched or not self.gtid_seen:
+            if type_code in watched:
                 self.count = count
                 if type_code in _GTIDS:
                     if self.jump_enabled and not self.logpos_ok:
@@ -749,6 +761,10 @@ class _Scanner:
                 buf, base = inp.buf, inp.base
                 blen = len(buf)
                 pos = nxt
+                if self.gtid_seen:
+                    watched = _WATCH_GTID
+                else:
+                    watched = _WATCH_DML if self.state == _S_DML else _WATCH_ALL
             else:
                 if inp.exact and type_code not in _BETWEEN:
                     inp.exact = False  # walking a transaction: read ahead in chunks
@@ -767,8 +783,8 @@ def transaction_starts(uri: str, *, verify_checksums: bool = False,
                        stats: ScanStats | None = None) -> Iterator[int]:
     """Offsets in ``uri`` where a transaction (group) starts: the split points of the file.
 
-    ``verify_checksums``: check the CRC32 of every event the scan reads (the fast path does
-    not read the events it jumps over); from the first mismatch on no split point is made.
+    ``verify_checksums``: read every event and check its CRC32 (this turns the
+    transaction_length jumps off); from the first mismatch on no split point is made.
     ``stats`` collects what the scan did (see :class:`ScanStats`).
     """
     scan = _Scanner(str(uri), verify_checksums=verify_checksums, stats=stats)
@@ -835,6 +851,11 @@ def split_file(uri: str, *, target_bytes: int = 64 << 20, min_bytes: int = 1 << 
     if cur is None:
         cur = (scan.fde_end, 0, 0)
     end = scan.end_mark
+    if (prev is not None and end[0] - cur[0] > target_bytes and prev[0] > cur[0]
+            and prev[0] - cur[0] >= min_bytes):
+        # The last group does not fit either: it gets a range of its own.
+        emit(cur, prev, n, first)
+        cur, first, n = prev, prev[0], 0
     tail_n = n + (1 if prev is not None else 0)
     if ranges and end[0] - cur[0] < min_bytes:
         last = ranges.pop()  # a short tail joins the range before it

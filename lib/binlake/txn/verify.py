@@ -1,9 +1,8 @@
 """`binlake verify`: every validity finding for a set of files of one source server.
 
-Two passes share nothing but the files: the stream checks (positions, checksums,
+One read of each file feeds both the stream checks (positions, checksums,
 transaction_length, GTID continuity, the file chain; :mod:`binlake.txn.checks`) and the
-transaction pass (WL#4162 grammar, open transactions, XA pairing;
-:mod:`binlake.txn.build`).  Findings come out sorted by file order and position.
+transaction pass (WL#4162 grammar, open transactions, XA pairing; :mod:`binlake.txn.build`).
 """
 
 from __future__ import annotations
@@ -19,23 +18,19 @@ from .model import Transaction
 
 def verify(uris: Iterable[str | os.PathLike[str]], *, pending_in: list[Transaction] | None = None,
            nontransactional: Iterable[str] = (), verify_checksums: bool = True,
-           pending_max_age: float | None = None) -> list[Finding]:
+           pending_max_age: float | None = None,
+           newest_file_may_be_open: bool = True) -> list[Finding]:
+    """All findings, from one read of each file (the stream checks ride along the
+    transaction pass), sorted by file order and position."""
     uris = list(uris)
     order = {f.name: i for i, f in enumerate(order_files(uris))}
     stream = TransactionStream(uris, pending_in=pending_in, nontransactional=nontransactional,
                                verify_checksums=verify_checksums,
-                               pending_max_age=pending_max_age)
+                               pending_max_age=pending_max_age,
+                               newest_file_may_be_open=newest_file_may_be_open,
+                               stream_checks=True)
     for _ in stream:
         pass
-    # Framing errors are reported by the stream checks too: keep one of each.
-    txn_findings = [f for f in stream.findings if f.kind not in ("truncated", "decode_error")]
-    try:
-        from .checks import check_files
-    except ImportError:  # pragma: no cover - checks.py is part of the package
-        stream_findings = [f for f in stream.findings if f.kind in ("truncated",
-                                                                    "decode_error")]
-    else:
-        stream_findings = check_files(uris)
-    out = [*stream_findings, *txn_findings]
+    out = list(stream.findings)
     out.sort(key=lambda f: (order.get(f.file or "", -1), f.pos if f.pos is not None else -1))
     return out

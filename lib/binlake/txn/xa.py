@@ -97,6 +97,7 @@ class XaTracker:
             if t.xa_xid is not None:
                 self.pending[t.xa_xid] = t
         self.findings: list[Finding] = []
+        self.completed_xids: dict[XaXid, Part] = {}  # decided in this run, for duplicates
 
     def prepared(self, txn: Transaction) -> None:
         assert txn.xa_xid is not None
@@ -115,12 +116,21 @@ class XaTracker:
         """The transaction an XA COMMIT / XA ROLLBACK group decides (its changes take effect
         at this group's position when committed, never when rolled back)."""
         prep = self.pending.pop(xid, None)
-        if prep is None:
+        earlier = self.completed_xids.get(xid)
+        self.completed_xids[xid] = part
+        if prep is None and earlier is not None:
+            self.findings.append(Finding(
+                F.DUPLICATE_XID, F.ERROR, part.file, part.begin_pos,
+                {"xid": xid.to_dict(), "first": earlier.to_dict()},
+                f"XA {'COMMIT' if commit else 'ROLLBACK'} of {xid}, already decided at "
+                f"{earlier.file}:{earlier.begin_pos} and not prepared again since"))
+        elif prep is None:
             kind = F.XA_ORPHAN_COMMIT if commit else F.XA_ORPHAN_ROLLBACK
             self.findings.append(Finding(
                 kind, F.WARNING, part.file, part.begin_pos, {"xid": xid.to_dict()},
                 f"XA {'COMMIT' if commit else 'ROLLBACK'} of {xid} without its PREPARE "
                 "(prepared before the archive starts, or lost)"))
+        if prep is None:
             return Transaction(XA, XA_COMMITTED if commit else XA_ROLLED_BACK, part, None,
                                end_event, None, xid, False, [], [], False, server_id)
         prep.status = XA_COMMITTED if commit else XA_ROLLED_BACK
