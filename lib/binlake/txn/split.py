@@ -32,9 +32,12 @@ Two ways of finding the groups, chosen per file and switched as the file demands
   group, so the scan reads the GTID event, checks that ``transaction_length`` bytes further on
   there is an event boundary that may follow a group (a GTID, or a Rotate/Stop/... between
   groups: sane size, valid CRC32 when the file has checksums, else a decodable GTID whose
-  ``log_pos`` agrees), and goes straight there.  On a local file it seeks: it reads only the
-  GTID events (and the file header).  On S3 it reads forward and re-opens the object at the
-  landing point for long jumps; in a compressed file it decompresses through.  A declared
+  ``log_pos`` agrees), and goes straight there: it examines nothing but the GTID events (and
+  the file header, and events between groups).  On a local file it seeks over gaps longer
+  than ``READ_THROUGH`` and reads ``JUMP_READ`` bytes after a seek (with both 0 it reads
+  exactly the GTID events; the defaults make small transactions as cheap as a header scan).
+  On S3 it reads forward and re-opens the object at the landing point for jumps longer than
+  ``S3_REOPEN_GAP``; in a compressed file it decompresses through.  A declared
   length that does not lead to such a boundary (a damaged or hand-edited file) turns the
   jumps off for the rest of the file, which is then header-scanned from the event after
   that GTID: the splitter stays correct and the transaction layer reports the mismatch.
@@ -88,6 +91,12 @@ E = EventType
 # Set to False to header-scan MySQL 8 files too (tests compare both ways; benchmarks).
 USE_TRANSACTION_LENGTH = True
 CHUNK = 1 << 20  # read size of the header scan
+# The fast path on a local file: after a seek read this much (a GTID event and, with small
+# transactions, the next few groups), and read through a gap this short rather than seek
+# (a read from the page cache is cheaper than a seek plus a read per transaction).  Both 0:
+# read exactly the GTID events and nothing else.
+JUMP_READ = 64 << 10
+READ_THROUGH = 64 << 10
 # S3: a forward gap longer than this re-opens the object at the landing point (a new ranged
 # GET) instead of reading through; shorter jumps read through (and keep the bytes, so a
 # failed landing check can step back without a new request).
@@ -176,15 +185,20 @@ class ByteRange:
 class ScanStats:
     """What a scan did (pass one to :func:`transaction_starts` / :func:`split_file`).
 
-    ``reads`` lists ``(offset, length)`` of every read the scan made when ``record_reads``
-    is set (a local file's fast path reads only the file header and the GTID events).
+    With ``record`` set, ``examined`` lists ``(offset, length)`` of every byte range the scan
+    looked at (headers parsed, bodies decoded, checksums computed) and ``reads`` every read
+    from the source.  On the fast path the scan examines nothing but the file header, the
+    GTID events and the events between groups; what it *reads* around them depends on
+    ``JUMP_READ`` / ``READ_THROUGH`` (both 0: exactly what it examines).
     """
 
-    record_reads: bool = False
+    record: bool = False
+    examined: list[tuple[int, int]] = field(default_factory=list)
     reads: list[tuple[int, int]] = field(default_factory=list)
     read_calls: int = 0
     bytes_read: int = 0
     bytes_skipped: int = 0  # jumped over without reading (seek, or an S3 re-open)
+    bytes_read_through: int = 0  # read only to get past them (a short gap, S3, compressed)
     events: int = 0  # event headers looked at
     gtids: int = 0
     jumps: int = 0  # transaction_length jumps taken
@@ -197,6 +211,35 @@ class ScanStats:
     transactions: int = 0  # split points found
 
 
+def _gtid_length(buf: bytes, i: int, end: int) -> int | None:
+    """transaction_length of the GTID / ANONYMOUS_GTID body ``buf[i:end]`` (None: absent).
+
+    Layout (events/gtid.py): flags(1) sid(16) gno(8) lt_type(1)=2 last_committed(8)
+    sequence_number(8) immediate_commit_timestamp(7; bit 55: original_commit_timestamp(7)
+    follows) transaction_length(length-encoded integer) ...
+    """
+    at = i + 42
+    if end < at + 8 or buf[i + 25] != 2:
+        return None
+    if buf[at + 6] & 0x80:
+        at += 7
+    at += 7
+    if at >= end:
+        return None
+    first = buf[at]
+    if first < 251:
+        return first or None
+    width = _PACKED_WIDTH.get(first)
+    if width is None or at + 1 + width > end:
+        return None
+    return int.from_bytes(buf[at + 1:at + 1 + width], "little") or None
+
+
+_PACKED_WIDTH = {252: 2, 253: 3, 254: 8}
+# Where the inlined fast path may land (the FDE, with its special CRC, goes the long way).
+_INLINE_LANDING = (_GTIDS | _BETWEEN) - {E.FORMAT_DESCRIPTION}
+
+
 # -- input -----------------------------------------------------------------------------------
 
 
@@ -204,8 +247,8 @@ class _Input:
     """A window over the file: ``buf`` holds the bytes from offset ``base``.
 
     ``fill(pos, n)`` makes ``[pos, pos + n)`` available (fewer bytes only at the end of the
-    file).  In ``exact`` mode (a local file on the fast path) it reads exactly the missing
-    bytes after a seek; otherwise it reads ahead in chunks.
+    file), reading at least ``readahead`` bytes at a time: ``CHUNK`` for a header scan,
+    ``JUMP_READ`` on a local file's fast path.
     """
 
     def __init__(self, uri: str, stats: ScanStats) -> None:
@@ -223,7 +266,8 @@ class _Input:
         self.eof_at: int | None = self.size  # the file's size, once known
         self.buf = b""
         self.base = 0
-        self.exact = False
+        self.readahead = CHUNK
+        self.record = stats.record
 
     def close(self) -> None:
         try:
@@ -244,18 +288,20 @@ class _Input:
     def _reposition(self, pos: int) -> None:
         """Point the stream at ``pos`` and empty the window."""
         at = self.base + len(self.buf)  # where the stream is
-        if self.local:
-            if pos > at:
-                self.stats.bytes_skipped += pos - at
+        gap = pos - at
+        if self.local and not 0 < gap <= READ_THROUGH:
+            if gap > 0:
+                self.stats.bytes_skipped += gap
             self.stream.seek(pos)
-        elif pos >= at and (self.compressed or pos - at <= S3_REOPEN_GAP):
-            left = pos - at  # read through (and drop) the gap
+        elif gap >= 0 and (self.local or self.compressed or gap <= S3_REOPEN_GAP):
+            left = gap  # read through (and drop) the gap
             while left > 0:
                 chunk = self._read(min(left, CHUNK))
                 if not chunk:
                     self.eof_at = pos - left
                     break
                 left -= len(chunk)
+                self.stats.bytes_read_through += len(chunk)
         elif self.compressed:
             raise SourceError("internal error: cannot step back in a compressed stream",
                               file=self.uri, offset=pos)
@@ -271,9 +317,12 @@ class _Input:
         self.buf = b""
         self.base = pos
 
-    def fill(self, pos: int, n: int) -> int:
+    def fill(self, pos: int, n: int, look: bool = True) -> int:
         """Make ``buf[pos - base : pos - base + n]`` hold the file's bytes; return how many of
-        the ``n`` bytes there are (fewer only at the end of the file)."""
+        the ``n`` bytes there are (fewer only at the end of the file).  ``look``: the caller
+        examines them (recorded in the stats)."""
+        if self.record and look:
+            self.stats.examined.append((pos, n))
         base = self.base
         end = base + len(self.buf)
         if base <= pos and pos + n <= end:
@@ -288,14 +337,14 @@ class _Input:
         missing = pos + n - end
         at = end
         while missing > 0:
-            chunk = self._read(missing if self.exact else max(missing, CHUNK))
+            chunk = self._read(max(missing, self.readahead))
             if not chunk:
                 self.eof_at = at
                 break
             stats = self.stats
             stats.read_calls += 1
             stats.bytes_read += len(chunk)
-            if stats.record_reads:
+            if self.record:
                 stats.reads.append((at, len(chunk)))
             parts.append(chunk)
             at += len(chunk)
@@ -363,6 +412,7 @@ class _Scanner:
         self.state = _S_NONE
         self.out: list[tuple[int, int, int]] = []
         self.logpos_ok = False  # log_pos of the events agrees with their offsets
+        self.verified = -1  # a landing point whose event was checked whole
         # set from the FDE by _set_format / __iter__:
         self.hl = V4_HEADER_LEN
         self.crc_len = 0
@@ -433,7 +483,7 @@ class _Scanner:
     def _no_jump(self, pos: int, reason: str) -> None:
         if self.jump_enabled:
             self.jump_enabled = False
-            self.inp.exact = False
+            self.inp.readahead = CHUNK
             self.stats.fallback_at = pos
             self.stats.fallback_reason = reason
 
@@ -459,6 +509,8 @@ class _Scanner:
     def _start_ok(self, pos: int, size: int) -> bool:
         """Will the reader accept ``pos`` as a range start (BinlogReader._check_boundary)?"""
         inp = self.inp
+        if pos == self.verified:
+            return True  # checked as the landing point of the jump that led here
         crc = self.crc_len
         want = size if crc else size + self.hl
         have = inp.fill(pos, want)
@@ -478,7 +530,8 @@ class _Scanner:
 
     def _gtid(self, pos: int, type_code: int, size: int) -> int:
         self.stats.gtids += 1
-        self.inp.exact = self.jump_enabled and self.inp.local
+        inp = self.inp
+        inp.readahead = JUMP_READ if self.jump_enabled and inp.local else CHUNK
         if not self.gtid_seen:
             self.gtid_seen = True
             self.state = _S_NONE
@@ -505,12 +558,14 @@ class _Scanner:
 
     def _transaction_length(self, pos: int, type_code: int, size: int) -> int | None:
         inp = self.inp
-        i = pos - inp.base
-        body = inp.buf[i + self.hl:i + size - self.crc_len]
+        i = pos - inp.base + self.hl
+        end = pos - inp.base + size - self.crc_len
+        if type_code != E.GTID_TAGGED:
+            return _gtid_length(inp.buf, i, end)
         ctx = self.ctx
         ctx.type_code = type_code
         try:
-            data = _DECODERS[type_code](ctx, body, pos + self.hl)
+            data = _DECODERS[type_code](ctx, bytes(inp.buf[i:end]), pos + self.hl)
         except BinlogError:
             return None
         length = data.get("transaction_length")
@@ -530,7 +585,9 @@ class _Scanner:
         else:
             if q - pos > RETAIN_MAX and inp.compressed:
                 return None
-            have = inp.fill(pos, q - pos + hl)  # keeps [pos, q) for a step back
+            have = inp.fill(pos, q - pos + hl, False)  # keeps [pos, q) for a step back
+            if self.stats.record:
+                self.stats.examined.append((q, hl))
             if have < q - pos:
                 return False
             if have == q - pos:
@@ -549,7 +606,11 @@ class _Scanner:
             return False
         i = q - inp.base
         if self.crc_len:
-            return self._crc_ok(i, size, type_code)
+            if not self._crc_ok(i, size, type_code):
+                return False
+            if type_code in _GTIDS:
+                self.verified = q
+            return True
         # No checksums: a GTID must decode, and log_pos must agree where the file keeps it.
         if type_code in _MYSQL_GTIDS:
             ctx = self.ctx
@@ -672,7 +733,8 @@ class _Scanner:
         stats = self.stats
         inp = self.inp = _Input(self.uri, stats)
         try:
-            inp.exact = inp.local  # the file header: read just the magic and the FDE
+            if inp.local:
+                inp.readahead = JUMP_READ  # the file header: little more than the FDE
             self._header(inp)
             fde = self.fde
             assert fde is not None
@@ -681,7 +743,7 @@ class _Scanner:
             self.jump_enabled = (USE_TRANSACTION_LENGTH and not self.verify
                                  and fde.flavor == "mysql" and fde.version >= (8, 0, 2))
             stats.fast_path = self.jump_enabled
-            inp.exact = self.jump_enabled and inp.local
+            inp.readahead = JUMP_READ if self.jump_enabled and inp.local else CHUNK
             yield from self._walk()
         finally:
             inp.close()
@@ -698,13 +760,21 @@ class _Scanner:
         blen = len(buf)
         watched = _WATCH_ALL
         complete = True  # every event up to the end of the file was walked
+        stats = self.stats
+        record = stats.record
+        small_reads = inp.readahead < CHUNK
+        crc32 = zlib.crc32
+        mv = memoryview(buf)
+        # Inlined jumps need checksums (else: the general path) and the verified landing.
+        verified = -1
         self.logpos_ok = False
         while True:
             i = pos - base
             if i < 0 or i + hl > blen:
-                have = inp.fill(pos, hl)
+                have = inp.fill(pos, hl, False)
                 buf, base = inp.buf, inp.base
                 blen = len(buf)
+                mv = memoryview(buf)
                 i = pos - base
                 if have < hl:
                     if have or pos != inp.file_end():
@@ -726,10 +796,39 @@ class _Scanner:
                     break
                 buf, base = inp.buf, inp.base
                 blen = len(buf)
+                mv = memoryview(buf)
                 i = pos - base
                 if not self._crc_ok(i, size, type_code):
                     self._stop(pos, "event checksum mismatch")
+            if pos == verified and type_code in _MYSQL_GTIDS and i + size <= blen:
+                # The fast path's common case, kept free of calls: a GTID checked whole as
+                # the landing point of the jump that led here, whose own jump lands inside
+                # the buffer on an event with a valid CRC32.
+                length = _gtid_length(buf, i + hl, i + size - CHECKSUM_LEN)
+                if length:
+                    j = i + length
+                    if j + hl <= blen:
+                        size2 = unpack(buf, j + 9)[0]
+                        end2 = j + size2 - CHECKSUM_LEN
+                        if (buf[j + 4] in _INLINE_LANDING and minsize <= size2 <= MAX_EVENT_SIZE
+                                and end2 + CHECKSUM_LEN <= blen
+                                and crc32(mv[j:end2]) == unpack(buf, end2)[0]):
+                            stats.gtids += 1
+                            stats.jumps += 1
+                            if record:
+                                stats.examined += [(pos, size), (pos + length, size2)]
+                            if self.splitting:
+                                stats.transactions += 1
+                                yield (pos, self.epoch, count)
+                            self.epoch += 1
+                            walked += count + 1
+                            count = 0
+                            pos += length
+                            verified = pos if buf[j + 4] in _GTIDS else -1
+                            continue
             if type_code in watched:
+                if record:
+                    self.stats.examined.append((pos, hl))
                 self.count = count
                 if type_code in _GTIDS:
                     if self.jump_enabled and not self.logpos_ok:
@@ -760,14 +859,20 @@ class _Scanner:
                     count += 1
                 buf, base = inp.buf, inp.base
                 blen = len(buf)
+                mv = memoryview(buf)
                 pos = nxt
+                small_reads = inp.readahead < CHUNK
+                verified = self.verified if self.jump_enabled and self.crc_len else -1
                 if self.gtid_seen:
                     watched = _WATCH_GTID
                 else:
                     watched = _WATCH_DML if self.state == _S_DML else _WATCH_ALL
             else:
-                if inp.exact and type_code not in _BETWEEN:
-                    inp.exact = False  # walking a transaction: read ahead in chunks
+                if record:
+                    self.stats.examined.append((pos, hl))
+                if small_reads and type_code not in _BETWEEN:
+                    inp.readahead = CHUNK  # walking a transaction: read ahead in chunks
+                    small_reads = False
                 count += 1
                 pos += size
         self.stats.events = walked + count
