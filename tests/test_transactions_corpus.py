@@ -173,3 +173,16 @@ def test_statement_context_from_intvar_rand_user_var() -> None:
     max_value = 0x3FFFFFFF
     s1 = (rand["rand_seed1"] * 3 + rand["rand_seed2"]) % max_value
     assert round(s1 / max_value * 1000000) == 674568
+
+
+def test_events_after_a_truncated_file(tmp_path) -> None:
+    """replicated-bin.000001 cut inside its last transaction, followed by .000002."""
+    src = CORPUS / "mysql-8.0/std_data/replicated-bin.000001"
+    cut = tmp_path / "replicated-bin.000001"
+    cut.write_bytes(src.read_bytes()[:1400])  # inside the group that starts at 1297
+    res = build_transactions([cut, CORPUS / "mysql-8.0/std_data/replicated-bin.000002"])
+    kinds = {(f.kind, f.file) for f in res.findings if f.severity == F.ERROR}
+    assert (F.TRUNCATED, "replicated-bin.000001") in kinds
+    assert (F.EVENTS_AFTER_TRUNCATION, "replicated-bin.000002") in kinds
+    assert (F.OPEN_TRANSACTION_AT_EOF, "replicated-bin.000001") in kinds
+    assert res.incomplete and res.incomplete[0].part.begin_pos == 1297

@@ -584,10 +584,20 @@ class TransactionStream:
                      "age_seconds": t.age_seconds},
                     f"XA {t.xa_xid} prepared {t.age_seconds:.0f} s before the end of the input "
                     "and still pending"))
+        for info, nxt in zip(self.files, self.files[1:]):
+            if isinstance(info.error, TruncatedError):
+                # A cut file followed by more files: what was cut off is lost, and the later
+                # files' events come after a hole in the stream.
+                self.findings.append(Finding(
+                    F.EVENTS_AFTER_TRUNCATION, F.ERROR, nxt.name, 4,
+                    {"truncated_file": info.name, "at": info.error.offset},
+                    f"{nxt.name} follows {info.name}, which is cut short at byte "
+                    f"{info.error.offset}: the events lost there come before these"))
         if self.checker is not None:
             # the stream checks report framing errors themselves: keep theirs
             self.checker.finish()
-            self.findings = [*self.checker.findings]
+            self.findings = [*self.checker.findings,
+                             *(f for f in self.findings if f.kind == F.EVENTS_AFTER_TRUNCATION)]
         self.findings = [*self.builder.findings, *self.tracker.findings, *self.findings]
         yield from self.pending
 
