@@ -2,23 +2,29 @@
 # Set up a fresh machine for binlake: system packages, the virtualenv, the pinned Python
 # dependencies. Idempotent: a second run only checks. Non-interactive (CI has no stdin).
 #
-#   bash infra/setup.sh            # decoder + dev tools
+#   bash infra/setup.sh            # decoder, dev tools, Spark + Iceberg
 #   BINLAKE_EXTRAS=dev,spark,airflow,gx bash infra/setup.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXTRAS="${BINLAKE_EXTRAS:-dev}"
+EXTRAS="${BINLAKE_EXTRAS:-dev,spark}"
 VENV="${BINLAKE_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
-# --- system packages (Debian): MariaDB server + client for tests, demo and benchmarks -------
-APT_PACKAGES=(mariadb-server mariadb-client)
+# --- system packages (Debian): MariaDB server + client for tests, demo and benchmarks;
+# a Java runtime and the SQLite JDBC driver for Spark's Iceberg JDBC catalog -----------------
+APT_PACKAGES=(mariadb-server mariadb-client libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni)
 missing=()
 for cmd in mariadbd mariadb-install-db mariadb-binlog mariadb; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
+[ -f /usr/share/java/sqlite-jdbc.jar ] || missing+=(sqlite-jdbc)
+if ! command -v java >/dev/null 2>&1; then
+  APT_PACKAGES+=(default-jre-headless)
+  missing+=(java)
+fi
 if ((${#missing[@]})); then
   if ! command -v apt-get >/dev/null 2>&1; then
     log "missing ${missing[*]} and no apt-get: install MariaDB 10.11+ server and client by hand"

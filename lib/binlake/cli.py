@@ -71,7 +71,42 @@ def build_parser() -> argparse.ArgumentParser:
                    help="warn about XAs pending longer than this")
     _txn_options(v)
     v.set_defaults(func=cmd_verify)
+
+    ld = sub.add_parser("load", help="load binlog files into the Iceberg lake (local Spark)",
+                        description="Run the lake job on this machine: decode the files (paths, "
+                        "directories or s3:// URIs) on a local Spark session and land them in "
+                        "Iceberg. See docs/lake.md.")
+    ld.add_argument("sources", nargs="+", metavar="SOURCE")
+    ld.add_argument("--config", metavar="F", help="TOML settings file (see docs/lake.md)")
+    ld.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
+    ld.add_argument("--source-name", metavar="NAME", help="the source server's label")
+    ld.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ld.set_defaults(func=cmd_load)
     return p
+
+
+def cmd_load(args: argparse.Namespace) -> int:
+    import json
+
+    from .config import ConfigError, load_settings
+    from .lake.job import run_load, summary_text
+    from .lake.spark import SparkSetupError, build_session
+
+    try:
+        settings = load_settings(args.config, source=args.source_name)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    try:
+        spark = build_session(settings, master=args.master)
+    except SparkSetupError as exc:
+        print(f"binlake: error: {exc}", file=sys.stderr)
+        return 1
+    summary = run_load(spark, settings, args.sources)
+    if args.json:
+        print(json.dumps(summary.to_dict(), default=str))
+    else:
+        print(summary_text(summary))
+    return 1 if summary.failed else 0
 
 
 def _txn_options(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,176 @@
+"""binlake's configuration: one typed, frozen object.
+
+Sources, later ones winning: the defaults (everything under one local directory, ``.binlake``
+next to where you run, or ``$BINLAKE_HOME``), a TOML file (``--config F`` or
+``$BINLAKE_CONFIG``), then ``BINLAKE_*`` environment variables (``BINLAKE_CATALOG_URI``,
+``BINLAKE_WAREHOUSE``, ``BINLAKE_NAMESPACE``, ... one per field, upper-case).  A bad value
+raises :class:`ConfigError` naming its key and where it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "BINLAKE_"
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing or invalid; the message names the key."""
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CATALOG_TYPES = ("jdbc", "rest", "hive", "glue", "hadoop")
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: str = ".binlake"
+    # Iceberg catalog (the same name for Spark and pyiceberg: they share the tables)
+    catalog_name: str = "binlake"
+    catalog_type: str = "jdbc"
+    catalog_uri: str = ""  # default: sqlite:///<home>/catalog.db
+    catalog_user: str = ""
+    catalog_password: str = ""
+    warehouse: str = ""  # default: file://<home>/warehouse
+    namespace: str = "binlog"
+    catalog_properties: dict[str, str] = field(default_factory=dict)  # extra catalog options
+    # Spark
+    spark_master: str = "local[*]"
+    spark_jars: str = ""  # comma-separated local jars; default: found in the installed wheels
+    spark_packages: str = ""  # spark.jars.packages (online installs), instead of spark_jars
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
+    # The source server the files come from (a label; one lake holds several sources)
+    source: str = "default"
+    # S3 (binlog objects; Spark reads them through boto3 on the executors)
+    s3_endpoint_url: str = ""
+    # XA prepared longer than this (seconds) is flagged by verify / the expectations
+    xa_max_age: float = 86400.0
+    # Tables on non-transactional engines the binlog's own DDL does not show ("db.table")
+    nontransactional: tuple[str, ...] = ()
+
+    # -- derived ------------------------------------------------------------------------
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home).expanduser().resolve()
+
+    @property
+    def catalog_uri_resolved(self) -> str:
+        return self.catalog_uri or f"sqlite:///{self.home_path / 'catalog.db'}"
+
+    @property
+    def warehouse_resolved(self) -> str:
+        return self.warehouse or (self.home_path / "warehouse").as_uri()
+
+    @property
+    def jdbc_uri(self) -> str:
+        """The catalog URI as Spark's JDBC catalog wants it (``jdbc:sqlite:/path``)."""
+        uri = self.catalog_uri_resolved
+        if uri.startswith("jdbc:"):
+            return uri
+        if uri.startswith("sqlite:///"):  # sqlite:////abs/path -> jdbc:sqlite:/abs/path
+            return "jdbc:sqlite:" + uri[len("sqlite:///"):]
+        m = re.match(r"^postgresql(?:\+\w+)?://(?:(?P<cred>[^@]*)@)?(?P<rest>.*)$", uri)
+        if m:
+            return "jdbc:postgresql://" + m.group("rest")
+        return uri
+
+    @property
+    def sqlalchemy_uri(self) -> str:
+        """The catalog URI as pyiceberg's SqlCatalog wants it."""
+        uri = self.catalog_uri_resolved
+        if uri.startswith("jdbc:sqlite:"):  # jdbc:sqlite:/abs/path -> sqlite:////abs/path
+            return "sqlite:///" + uri[len("jdbc:sqlite:"):]
+        if uri.startswith("jdbc:postgresql://"):
+            return "postgresql+psycopg2://" + uri[len("jdbc:postgresql://"):]
+        return uri
+
+    def table(self, name: str) -> str:
+        """Fully qualified Spark name of a lake table."""
+        return f"{self.catalog_name}.{self.namespace}.{name}"
+
+    def validate(self) -> Settings:
+        if not _NAME.match(self.catalog_name):
+            raise ConfigError(f"catalog_name: {self.catalog_name!r} is not a valid identifier")
+        if not all(_NAME.match(p) for p in self.namespace.split(".")):
+            raise ConfigError(f"namespace: {self.namespace!r} is not a valid namespace")
+        if self.catalog_type not in CATALOG_TYPES:
+            raise ConfigError(f"catalog_type: {self.catalog_type!r} is not one of "
+                              f"{', '.join(CATALOG_TYPES)}")
+        if self.split_bytes < 1 << 16:
+            raise ConfigError(f"split_bytes: {self.split_bytes} is below 65536")
+        if not self.source or "/" in self.source:
+            raise ConfigError(f"source: {self.source!r} must be a non-empty label without '/'")
+        if self.xa_max_age <= 0:
+            raise ConfigError(f"xa_max_age: {self.xa_max_age} must be positive")
+        for t in self.nontransactional:
+            if t.count(".") != 1:
+                raise ConfigError(f"nontransactional: {t!r} is not db.table")
+        return self
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+
+
+def _coerce(key: str, value: Any, origin: str) -> Any:
+    f = _FIELDS.get(key)
+    if f is None:
+        raise ConfigError(f"{key}: unknown setting (from {origin}); known: "
+                          f"{', '.join(sorted(_FIELDS))}")
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if kind.startswith("dict"):
+            if isinstance(value, str):
+                pairs = [p.split("=", 1) for p in value.split(",") if p.strip()]
+                return {k.strip(): v.strip() for k, v in pairs}
+            if not isinstance(value, dict):
+                raise TypeError("expected a table of strings")
+            return {str(k): str(v) for k, v in value.items()}
+        if kind.startswith("tuple"):
+            if isinstance(value, str):
+                return tuple(p.strip() for p in value.split(",") if p.strip())
+            return tuple(str(v) for v in value)
+        if isinstance(value, (dict, list)):
+            raise TypeError("expected a string")
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{key}: invalid value {value!r} (from {origin}): {exc}") from None
+
+
+def load_settings(path: str | os.PathLike[str] | None = None,
+                  env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults <- TOML file <- BINLAKE_* environment <- keyword overrides."""
+    env = dict(os.environ if env is None else env)
+    values: dict[str, Any] = {}
+    path = path or env.get(ENV_PREFIX + "CONFIG") or None
+    if path:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config: {p} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
+        data = data.get("binlake", data)
+        for k, v in data.items():
+            values[k] = _coerce(k, v, str(p))
+    for k, v in env.items():
+        if k.startswith(ENV_PREFIX) and k != ENV_PREFIX + "CONFIG":
+            key = k[len(ENV_PREFIX):].lower()
+            if key in _FIELDS:
+                values[key] = _coerce(key, v, f"${k}")
+    for k, v in overrides.items():
+        if v is not None:
+            values[k] = _coerce(k, v, "arguments")
+    return Settings(**values).validate()

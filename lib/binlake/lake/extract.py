@@ -1,0 +1,205 @@
+"""Executor side: one transaction-aligned byte range of one binlog -> plain records.
+
+Runs inside Spark executors (and in tests without Spark): it reads only its range of the
+object (local path, or S3 through boto3 -- Spark has no s3a here), decodes it with the
+decoder, groups it into transactions with the transaction layer, and returns picklable
+records.  XA PREPARE groups cannot be decided here (their COMMIT may be in another range, file
+or run): their rows come back marked with the group's position, and the driver pairs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..constants import EventType as E
+from ..errors import BinlogError, TruncatedError
+from ..reader import BinlogReader
+from ..render import dumps as _dumps_line
+from ..txn.build import GroupBuilder, XaMarker, assign_order
+from ..txn.engines import EngineTracker
+from ..txn.model import XA_PREPARED, RowChange, Transaction
+
+# record kinds
+CHANGE = "change"
+TXN = "txn"
+XA_PREPARE = "xa_prepare"  # a prepare group: metadata + its changes as a JSON state
+XA_END = "xa_end"  # an XA COMMIT / ROLLBACK group (marker)
+TABLE = "table"  # a table layout seen in a Table_map (for typed tables)
+FINDING = "finding"
+RANGE = "range"  # per-range summary (events, timestamps, GTIDs, errors)
+
+
+def _json(v: Any) -> str | None:
+    if v is None:
+        return None
+    return _dumps_line(v)[:-1].decode("utf-8")
+
+
+@dataclass
+class RangeTask:
+    uri: str
+    file: str
+    seq: int
+    start: int
+    end: int
+    index: int  # range index in its file
+    last_in_file: bool
+    nontransactional: tuple[str, ...] = ()
+
+
+@dataclass
+class RangeResult:
+    records: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def _pk(change: RowChange, pk: list[str] | None) -> str | None:
+    if not pk:
+        return None
+    img = change.after if change.after is not None else change.before
+    if img is None or not all(k in img for k in pk):
+        return None
+    return _json({k: img[k] for k in pk})
+
+
+def change_record(t: Transaction, c: RowChange, pk: list[str] | None) -> dict[str, Any]:
+    order = c.order or (None, None, None)
+    return {
+        "txn_id": t.id, "gtid": t.gtid, "order_seq": order[0], "order_pos": order[1],
+        "order_idx": order[2], "commit_us": _commit_us(t), "db": c.db, "tbl": c.table,
+        "op": c.op, "before": _json(c.before), "after": _json(c.after), "pk": _pk(c, pk),
+        "statement": c.statement, "file": c.file, "pos": c.pos, "row": c.row,
+    }
+
+
+def _commit_us(t: Transaction) -> int | None:
+    if t.part.commit_ts_us is not None:
+        return int(t.part.commit_ts_us)
+    return int(t.part.timestamp) * 1_000_000 if t.part.timestamp is not None else None
+
+
+def txn_record(t: Transaction) -> dict[str, Any]:
+    d = t.to_dict()
+    counts = t.row_counts()
+    xa = t.xa_xid
+    return {
+        "txn_id": t.id, "gtid": t.gtid, "kind": t.kind, "status": t.status,
+        "begin_file": d["begin_file"], "begin_pos": d["begin_pos"], "end_file": d["end_file"],
+        "end_pos": d["end_pos"], "commit_us": _commit_us(t), "end_event": t.end_event,
+        "xid": t.xid, "xa_format_id": xa.format_id if xa else None,
+        "xa_gtrid": xa.gtrid if xa else None, "xa_bqual": xa.bqual if xa else None,
+        "one_phase": t.one_phase,
+        "prepare_file": t.prepare.file if t.prepare else None,
+        "prepare_pos": t.prepare.begin_pos if t.prepare else None,
+        "prepare_gtid": t.prepare.gtid if t.prepare else None,
+        "inserts": sum(v["insert"] for v in counts.values()),
+        "updates": sum(v["update"] for v in counts.values()),
+        "deletes": sum(v["delete"] for v in counts.values()),
+        "tables": sorted(counts), "nontransactional": t.nontransactional,
+        "statements": t.statements or None,
+        "order_seq": t.part.seq, "order_pos": t.part.end_pos,
+    }
+
+
+def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
+    """All records of one range (see the module doc)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    engines = EngineTracker(task.nontransactional)
+    builder = GroupBuilder(engines)
+    builder.begin_file(task.file, task.seq)
+    reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
+    pks: dict[tuple[str, str], list[str] | None] = {}
+    seen_layouts: set[int] = set()
+    info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
+                            "start": task.start, "end": task.end, "events": 0,
+                            "first_ts": None, "last_ts": None, "first_gtid": None,
+                            "last_gtid": None, "error": None, "error_offset": None,
+                            "error_kind": None, "fde": None, "ends_with": None,
+                            "rows": 0, "transactions": 0}
+    try:
+        for ev in reader:
+            info["events"] += 1
+            if ev.type_code == E.FORMAT_DESCRIPTION and ev.pos == 4:
+                info["fde"] = {k: ev.data.get(k) for k in ("server_version", "flavor",
+                                                           "checksum_alg", "in_use")}
+                if task.start > 4:
+                    continue  # every range re-reads the FDE; range 0 reports it
+            if ev.timestamp:
+                if info["first_ts"] is None:
+                    info["first_ts"] = ev.timestamp
+                info["last_ts"] = ev.timestamp
+            gtid = ev.data.get("gtid") if ev.type_code in (E.GTID, E.GTID_TAGGED,
+                                                          E.MARIADB_GTID) else None
+            if gtid:
+                if info["first_gtid"] is None:
+                    info["first_gtid"] = gtid
+                info["last_gtid"] = gtid
+            if ev.payload_index is None:
+                info["ends_with"] = ev.type if ev.type_code in (E.ROTATE, E.STOP) else None
+            if ev.error is not None:
+                out.append((FINDING, {"kind": ev.error.kind, "file": task.file,
+                                      "pos": ev.pos, "message": str(ev.error)}))
+            if ev.type_code == E.TABLE_MAP:
+                tm = ev.data.get("_table_map")
+                if tm is not None:
+                    key = (tm.db, tm.table)
+                    names = tm.column_names
+                    pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
+                    layout = hash((tm.db, tm.table, tuple(c.key() for c in tm.columns)))
+                    if layout not in seen_layouts:
+                        seen_layouts.add(layout)
+                        out.append((TABLE, {"db": tm.db, "tbl": tm.table,
+                                            "columns": [c.describe() for c in tm.columns],
+                                            "primary_key": pks[key],
+                                            "has_names": tm.has_full_metadata,
+                                            "seq": task.seq, "pos": ev.pos}))
+            for item in builder.feed(ev):
+                _emit(out, item, pks, info)
+    except BinlogError as exc:
+        info["error"] = str(exc)
+        info["error_offset"] = exc.offset
+        info["error_kind"] = "truncated" if isinstance(exc, TruncatedError) else exc.kind
+    builder.end_file(may_be_open=task.last_in_file, end_offset=reader.end_offset)
+    for f in builder.findings:
+        out.append((FINDING, {"kind": f.kind, "file": f.file, "pos": f.pos,
+                              "message": f.message, "severity": f.severity}))
+    for t in builder.incomplete:
+        out.append((FINDING, {"kind": "incomplete_transaction", "file": t.part.file,
+                              "pos": t.part.begin_pos, "severity": "error",
+                              "message": f"transaction at {t.part.begin_pos} never ended"}))
+    info["end_offset"] = reader.end_offset
+    out.append((RANGE, info))
+    return out
+
+
+def _emit(out: list[tuple[str, dict[str, Any]]], item: Transaction | XaMarker,
+          pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any]) -> None:
+    if isinstance(item, XaMarker):
+        out.append((XA_END, {"xa_format_id": item.xid.format_id, "xa_gtrid": item.xid.gtrid,
+                             "xa_bqual": item.xid.bqual, "commit": item.commit,
+                             "part": item.part.to_dict(), "end_event": item.end_event,
+                             "server_id": item.server_id}))
+        return
+    if item.status == XA_PREPARED:
+        from ..txn.xa import dump_pending
+
+        xa = item.xa_xid
+        out.append((XA_PREPARE, {
+            "xa_format_id": xa.format_id if xa else None, "xa_gtrid": xa.gtrid if xa else None,
+            "xa_bqual": xa.bqual if xa else None, "prepare_seq": item.part.seq,
+            "prepare_pos": item.part.begin_pos, "prepare_end_pos": item.part.end_pos,
+            "prepare_file": item.part.file, "prepare_gtid": item.part.gtid,
+            "prepared_ts": item.part.timestamp, "rows": len(item.changes),
+            "state": dump_pending([item]),
+            "pks": orjson.dumps({f"{k[0]}.{k[1]}": v for k, v in pks.items()}).decode(),
+        }))
+        return
+    assign_order(item)
+    info["transactions"] += 1
+    out.append((TXN, txn_record(item)))
+    for c in item.changes:
+        if c.applied:
+            info["rows"] += 1
+            out.append((CHANGE, change_record(item, c, pks.get((c.db, c.table)))))

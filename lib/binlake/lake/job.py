@@ -1,0 +1,489 @@
+"""The load job: archived binlog files -> Iceberg tables, decoded in parallel on executors.
+
+Plan (driver): list the input files, order them per source, split each into
+transaction-aligned byte ranges (:mod:`binlake.txn.split`).  Decode (executors): one task per
+range (:mod:`binlake.lake.extract`); the records stay in Spark.  Resolve (driver, small data
+only): which files failed, and the XA pairing across ranges, files and earlier runs (the
+prepared-but-undecided XAs of earlier runs are in ``xa_prepares`` minus the decided ones in
+``transactions``).  Load: MERGE into each table on its key (insert what is missing), so a
+rerun, or a backfill over loaded files, changes nothing; ``files`` is written last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Settings
+from ..errors import BinlogError
+from ..source import parse_location, s3_client
+from ..txn.build import assign_order
+from ..txn.files import BinlogFile, binlog_file, order_files
+from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
+from ..txn.split import split_file
+from ..txn.xa import load_pending
+from . import extract as X
+from .tables import FILES, ROW_CHANGES, TRANSACTIONS, XA_PENDING, XA_PREPARES, ensure_tables
+
+CHANGE_COLS = ["txn_id", "gtid", "order_seq", "order_pos", "order_idx", "commit_us", "db", "tbl",
+               "op", "before", "after", "pk", "statement", "file", "pos", "row"]
+CHANGE_SCHEMA = ("txn_id STRING, gtid STRING, order_seq INT, order_pos BIGINT, order_idx INT, "
+                 "commit_us BIGINT, db STRING, tbl STRING, op STRING, before STRING, "
+                 "after STRING, pk STRING, statement STRING, file STRING, pos BIGINT, row INT")
+TXN_COLS = ["txn_id", "gtid", "kind", "status", "begin_file", "begin_pos", "end_file",
+            "end_pos", "commit_us", "end_event", "xid", "xa_format_id", "xa_gtrid", "xa_bqual",
+            "one_phase", "prepare_file", "prepare_pos", "prepare_gtid", "inserts", "updates",
+            "deletes", "tables", "nontransactional", "statements", "order_seq", "order_pos"]
+TXN_SCHEMA = ("txn_id STRING, gtid STRING, kind STRING, status STRING, begin_file STRING, "
+              "begin_pos BIGINT, end_file STRING, end_pos BIGINT, commit_us BIGINT, "
+              "end_event STRING, xid BIGINT, xa_format_id INT, xa_gtrid STRING, "
+              "xa_bqual STRING, one_phase BOOLEAN, prepare_file STRING, prepare_pos BIGINT, "
+              "prepare_gtid STRING, inserts BIGINT, updates BIGINT, deletes BIGINT, "
+              "tables ARRAY<STRING>, nontransactional BOOLEAN, statements ARRAY<STRING>, "
+              "order_seq INT, order_pos BIGINT")
+PREP_COLS = ["xa_format_id", "xa_gtrid", "xa_bqual", "prepare_seq", "prepare_pos",
+             "prepare_end_pos", "prepare_file", "prepare_gtid", "prepared_ts", "rows", "state",
+             "pks"]
+PREP_SCHEMA = ("xa_format_id INT, xa_gtrid STRING, xa_bqual STRING, prepare_seq INT, "
+               "prepare_pos BIGINT, prepare_end_pos BIGINT, prepare_file STRING, "
+               "prepare_gtid STRING, prepared_ts BIGINT, rows BIGINT, state STRING, pks STRING")
+
+
+@dataclass
+class LoadSummary:
+    run_id: str
+    source: str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    transactions: dict[str, int] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    bytes: int = 0
+    ranges: int = 0
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        return [f for f in self.files if f["status"] != "loaded"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "source": self.source, "files": self.files,
+                "transactions": self.transactions, "rows": self.rows, "pending": self.pending,
+                "findings": self.findings, "seconds": self.seconds, "bytes": self.bytes,
+                "ranges": self.ranges}
+
+
+# -- discovering input ------------------------------------------------------------------------
+
+def discover(sources: Iterable[str]) -> list[BinlogFile]:
+    """Files, directories (their binlog files; ``*.index`` skipped) and ``s3://`` URIs (an
+    object, or every object under a prefix ending with ``/``), in server order."""
+    uris: list[str] = []
+    for src in sources:
+        loc = parse_location(src)
+        if loc.scheme == "s3":
+            if src.endswith("/"):
+                paginator = s3_client().get_paginator("list_objects_v2")
+                for page in paginator.paginate(Bucket=loc.bucket, Prefix=loc.key):
+                    for obj in page.get("Contents", []):
+                        key = obj["Key"]
+                        if not key.endswith((".index", "/")) and binlog_file(key).seq >= 0:
+                            uris.append(f"s3://{loc.bucket}/{key}")
+            else:
+                uris.append(src)
+        elif loc.path and os.path.isdir(loc.path):
+            for name in sorted(os.listdir(loc.path)):
+                full = os.path.join(loc.path, name)
+                if os.path.isfile(full) and not name.endswith(".index") \
+                        and binlog_file(full).seq >= 0:
+                    uris.append(full)
+        else:
+            uris.append(src)
+    return order_files(uris)
+
+
+def _sha256(uri: str) -> tuple[str, int]:
+    """sha256 and size of the stored object (runs on an executor)."""
+    from ..source import _open_raw  # the stored bytes, compressed or not
+
+    h = hashlib.sha256()
+    n = 0
+    with _open_raw(parse_location(uri)) as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+            n += len(b)
+    return h.hexdigest(), n
+
+
+# -- the job ----------------------------------------------------------------------------------
+
+def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
+             run_id: str | None = None) -> LoadSummary:
+    t0 = time.time()
+    run_id = run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+    source = settings.source
+    summary = LoadSummary(run_id, source)
+    ensure_tables(spark, settings)
+    files = discover(sources)
+    if not files:
+        summary.seconds = time.time() - t0
+        return summary
+    sc = spark.sparkContext
+
+    # Plan: transaction-aligned ranges (a file that cannot even be split has failed).
+    tasks: list[X.RangeTask] = []
+    failed: dict[str, str] = {}
+    n_ranges: dict[str, int] = {}
+    for i, f in enumerate(files):
+        try:
+            ranges = split_file(f.uri, target_bytes=settings.split_bytes,
+                                min_bytes=min(1 << 20, settings.split_bytes))
+        except BinlogError as exc:
+            failed[f.name] = str(exc)
+            n_ranges[f.name] = 0
+            continue
+        n_ranges[f.name] = len(ranges)
+        for k, r in enumerate(ranges):
+            tasks.append(X.RangeTask(f.uri, f.name, f.seq, r.start, r.end, k,
+                                     i == len(files) - 1 and k == len(ranges) - 1,
+                                     tuple(settings.nontransactional)))
+    summary.ranges = len(tasks)
+    hashes = dict(zip([f.name for f in files], sc.parallelize(
+        [f.uri for f in files], max(1, len(files))).map(_sha256).collect()))
+    summary.bytes = sum(size for _, size in hashes.values())
+
+    # Decode on the executors; keep the records in Spark.
+    from pyspark import StorageLevel
+
+    records = sc.parallelize(tasks, max(1, len(tasks))).flatMap(X.decode_range)
+    records.persist(StorageLevel.MEMORY_AND_DISK)
+    small = records.filter(lambda r: r[0] in (X.RANGE, X.XA_END, X.TABLE, X.FINDING)).collect()
+    prep_meta = records.filter(lambda r: r[0] == X.XA_PREPARE).map(
+        lambda r: {k: v for k, v in r[1].items() if k != "state"}).collect()
+    ranges_info = [r for k, r in small if k == X.RANGE]
+    for info in ranges_info:
+        if info["error"] and info["file"] not in failed:
+            failed[info["file"]] = info["error"]
+    summary.findings = [dict(r, source=source) for k, r in small if k == X.FINDING]
+    tables_seen = [r for k, r in small if k == X.TABLE]
+    bad = set(failed)
+    seq_of = {f.name: f.seq for f in files}
+
+    # XA pairing (driver; metadata only).
+    resolutions, orphan_txns, xa_findings = _pair_xa(
+        spark, settings, files, bad, prep_meta, [r for k, r in small if k == X.XA_END])
+    summary.findings += xa_findings
+
+    # Rows and transactions of the good files, plus the XAs decided in this run.
+    good = sc.broadcast(bad)
+    changes = records.filter(lambda r: r[0] == X.CHANGE and r[1]["file"] not in good.value) \
+        .map(lambda r: tuple(r[1][c] for c in CHANGE_COLS))
+    txns = records.filter(lambda r: r[0] == X.TXN and r[1]["end_file"] not in good.value) \
+        .map(lambda r: tuple(r[1][c] for c in TXN_COLS))
+    this_run_preps = records.filter(
+        lambda r: r[0] == X.XA_PREPARE and r[1]["prepare_file"] not in good.value).map(
+        lambda r: r[1])
+    earlier = _earlier_prepares(spark, settings, resolutions, {f.name for f in files})
+    xa_source = this_run_preps.union(sc.parallelize(earlier, max(1, min(len(earlier), 8)))) \
+        if earlier else this_run_preps
+    res_b = sc.broadcast(resolutions)
+    xa_out = xa_source.flatMap(lambda p: _decide_xa(p, res_b.value)).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    changes = changes.union(xa_out.filter(lambda r: r[0] == X.CHANGE).map(
+        lambda r: tuple(r[1][c] for c in CHANGE_COLS)))
+    txns = txns.union(xa_out.filter(lambda r: r[0] == X.TXN).map(
+        lambda r: tuple(r[1][c] for c in TXN_COLS)))
+    if orphan_txns:
+        txns = txns.union(sc.parallelize([tuple(t[c] for c in TXN_COLS) for t in orphan_txns]))
+    preps = this_run_preps.map(lambda p: tuple(p[c] for c in PREP_COLS))
+
+    _merge(spark, settings, ROW_CHANGES, spark.createDataFrame(changes, CHANGE_SCHEMA),
+           ["order_seq", "order_pos", "order_idx"], run_id,
+           {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
+    _merge(spark, settings, TRANSACTIONS, spark.createDataFrame(txns, TXN_SCHEMA),
+           ["order_seq", "order_pos"], run_id,
+           {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
+    _merge(spark, settings, XA_PREPARES, spark.createDataFrame(preps, PREP_SCHEMA),
+           ["prepare_seq", "prepare_pos"], run_id,
+           {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[], replace_cols=True)
+    summary.pending = _refresh_pending(spark, settings, run_id)
+
+    # Typed per-table changelog and mirror tables (when the binlog names the columns).
+    import importlib
+
+    try:
+        typed: Any = importlib.import_module(".typed", __package__)
+    except ModuleNotFoundError:  # typed tables not built yet
+        typed = None
+    if typed is not None and tables_seen:
+        typed.apply(spark, settings, tables_seen, run_id)
+
+    # Files last: a file's row says "loaded" only once its data is in.
+    file_rows = _file_rows(files, ranges_info, failed, hashes, n_ranges, run_id, source)
+    fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
+    _merge(spark, settings, FILES, fdf, ["file"], run_id,
+           {"first_ts": "timestamp_seconds(first_ts)", "last_ts": "timestamp_seconds(last_ts)",
+            "loaded_at": "current_timestamp()"}, drop=[], replace_cols=True, update=True)
+    records.unpersist()
+    xa_out.unpersist()
+
+    # Summary (small aggregates of what this run's files hold).
+    stats = spark.sql(
+        f"SELECT status, count(*) n FROM {settings.table(TRANSACTIONS)} WHERE source = "
+        f"'{_q(source)}' AND end_file IN ({_in([f.name for f in files])}) GROUP BY status"
+    ).collect()
+    summary.transactions = {r["status"]: r["n"] for r in stats}
+    rows = spark.sql(
+        f"SELECT concat(db, '.', tbl) t, count(*) n FROM {settings.table(ROW_CHANGES)} "
+        f"WHERE source = '{_q(source)}' AND order_seq IN "
+        f"({','.join(str(seq_of[f.name]) for f in files)}) GROUP BY db, tbl").collect()
+    summary.rows = {r["t"]: r["n"] for r in rows}
+    summary.files = [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20],
+                      "size": r[3]} for r in file_rows]
+    summary.seconds = time.time() - t0
+    return summary
+
+
+def _q(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _in(names: list[str]) -> str:
+    return ",".join(f"'{_q(n)}'" for n in names) or "''"
+
+
+def _merge(spark: Any, settings: Settings, table: str, df: Any, keys: list[str], run_id: str,
+           derived: dict[str, str], drop: list[str], replace_cols: bool = False,
+           update: bool = False) -> None:
+    """MERGE df into the table on (source, *keys): insert missing rows (update matched ones
+    when ``update``).  Idempotent by construction."""
+    from pyspark.sql import functions as F
+
+    df = df.withColumn("source", F.lit(settings.source)).withColumn("run_id", F.lit(run_id))
+    for col, expr in derived.items():
+        df = df.withColumn(col, F.expr(expr))
+    for col in drop:
+        df = df.drop(col)
+    target = settings.table(table)
+    cols = [f.name for f in spark.table(target).schema.fields]
+    df = df.select(*cols)
+    view = f"binlake_src_{table}"
+    df.createOrReplaceTempView(view)
+    on = " AND ".join(f"t.{k} = s.{k}" for k in ["source", *keys])
+    sql = f"MERGE INTO {target} t USING {view} s ON {on} "
+    if update:
+        sql += "WHEN MATCHED THEN UPDATE SET * "
+    sql += "WHEN NOT MATCHED THEN INSERT *"
+    spark.sql(sql)
+
+
+def _earlier_pending(spark: Any, settings: Settings, before_seq: int,
+                     run_files: set[str]) -> list[dict[str, Any]]:
+    """XAs prepared before ``before_seq`` and not decided before it (metadata only)."""
+    src = _q(settings.source)
+    rows = spark.sql(f"""
+        SELECT p.xa_format_id, p.xa_gtrid, p.xa_bqual, p.prepare_seq, p.prepare_pos,
+               p.prepare_end_pos, p.prepare_file, p.prepare_gtid, p.rows
+        FROM {settings.table(XA_PREPARES)} p
+        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM {settings.table(TRANSACTIONS)}
+                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL
+                          AND order_seq < {before_seq}) d
+          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
+        WHERE p.source = '{src}' AND p.prepare_seq < {before_seq}
+        ORDER BY p.prepare_seq, p.prepare_pos""").collect()
+    return [r.asDict() for r in rows if r["prepare_file"] not in run_files]
+
+
+def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[str],
+             preps: list[dict[str, Any]], ends: list[dict[str, Any]]
+             ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]],
+                        list[dict[str, Any]]]:
+    """Pair XA PREPARE groups with their COMMIT/ROLLBACK groups in binlog order, starting
+    from the XAs still pending before this run's first file."""
+    first_seq = min(f.seq for f in files)
+    pending: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for p in _earlier_pending(spark, settings, first_seq, {f.name for f in files}):
+        pending[(p["xa_format_id"], p["xa_gtrid"], p["xa_bqual"])] = p
+    events: list[tuple[int, int, str, dict[str, Any]]] = []
+    for p in preps:
+        if p["prepare_file"] not in bad:
+            events.append((p["prepare_seq"], p["prepare_pos"], "p", p))
+    for e in ends:
+        part = e["part"]
+        if part["file"] not in bad:
+            events.append((part["seq"], part["begin_pos"], "e", e))
+    events.sort(key=lambda t: (t[0], t[1]))
+    resolutions: dict[tuple[str, int], dict[str, Any]] = {}
+    orphans: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    for _, _, kind, d in events:
+        xid = (d["xa_format_id"], d["xa_gtrid"], d["xa_bqual"])
+        if kind == "p":
+            if xid in pending:
+                findings.append({"kind": "xa_duplicate_prepare", "severity": "error",
+                                 "file": d["prepare_file"], "pos": d["prepare_pos"],
+                                 "message": f"XA {xid} prepared again while pending",
+                                 "source": settings.source})
+            pending[xid] = d
+            continue
+        prep = pending.pop(xid, None)
+        part = d["part"]
+        if prep is None:
+            findings.append({"kind": "xa_commit_without_prepare" if d["commit"] else
+                             "xa_rollback_without_prepare", "severity": "warning",
+                             "file": part["file"], "pos": part["begin_pos"],
+                             "message": f"XA {xid} decided without its PREPARE",
+                             "source": settings.source})
+            orphans.append(_orphan_txn(d))
+            continue
+        resolutions[(prep["prepare_file"], prep["prepare_pos"])] = {
+            "commit": d["commit"], "part": part, "end_event": d["end_event"]}
+    return resolutions, orphans, findings
+
+
+def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
+    part = d["part"]
+    ts = part.get("commit_ts_us") or ((part.get("timestamp") or 0) * 1_000_000) or None
+    return {"txn_id": part.get("gtid") or f"{part['file']}:{part['begin_pos']}",
+            "gtid": part.get("gtid"), "kind": "xa",
+            "status": XA_COMMITTED if d["commit"] else XA_ROLLED_BACK,
+            "begin_file": part["file"], "begin_pos": part["begin_pos"],
+            "end_file": part["file"], "end_pos": part["end_pos"], "commit_us": ts,
+            "end_event": d["end_event"], "xid": None, "xa_format_id": d["xa_format_id"],
+            "xa_gtrid": d["xa_gtrid"], "xa_bqual": d["xa_bqual"], "one_phase": False,
+            "prepare_file": None, "prepare_pos": None, "prepare_gtid": None, "inserts": 0,
+            "updates": 0, "deletes": 0, "tables": [], "nontransactional": False,
+            "statements": None, "order_seq": part["seq"], "order_pos": part["end_pos"]}
+
+
+def _earlier_prepares(spark: Any, settings: Settings,
+                      resolutions: dict[tuple[str, int], dict[str, Any]],
+                      run_files: set[str]) -> list[dict[str, Any]]:
+    """The stored prepare groups (with their rows) of earlier runs decided in this run."""
+    keys = [k for k in resolutions if k[0] not in run_files]
+    if not keys:
+        return []
+    cond = " OR ".join(f"(prepare_file = '{_q(f)}' AND prepare_pos = {p})" for f, p in keys)
+    rows = spark.sql(f"SELECT {', '.join(PREP_COLS)} FROM {settings.table(XA_PREPARES)} "
+                     f"WHERE source = '{_q(settings.source)}' AND ({cond})").collect()
+    out = []
+    for r in rows:
+        d = r.asDict()
+        d["prepared_ts"] = None
+        out.append(d)
+    return out
+
+
+def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
+               ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A prepare group decided in this run: its transaction and (if committed) its rows at
+    the COMMIT's order position (runs on an executor)."""
+    import orjson
+
+    res = resolutions.get((prep["prepare_file"], prep["prepare_pos"]))
+    if res is None:
+        return
+    (txn,) = load_pending(prep["state"])
+    txn.prepare = txn.part
+    txn.part = Part.from_dict(res["part"])
+    txn.end_event = res["end_event"]
+    if res["commit"]:
+        txn.status = XA_COMMITTED
+    else:
+        txn.status = XA_ROLLED_BACK
+        for c in txn.changes:
+            c.applied = c.applied and not c.transactional
+    assign_order(txn)
+    yield X.TXN, X.txn_record(txn)
+    pks = orjson.loads(prep.get("pks") or "{}")
+    for c in txn.changes:
+        if c.applied:
+            yield X.CHANGE, X.change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
+
+
+def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[str, Any]]:
+    """xa_pending := every stored prepare group not decided by any stored transaction, as of
+    the newest loaded file (derived state: the same whatever order runs came in)."""
+    src = _q(settings.source)
+    df = spark.sql(f"""
+        SELECT p.source, p.xa_format_id, p.xa_gtrid, p.xa_bqual, p.prepare_seq, p.prepare_pos,
+               p.prepare_file, p.prepare_gtid, p.prepared_ts,
+               CAST(unix_timestamp(f.newest) - unix_timestamp(p.prepared_ts) AS DOUBLE)
+                 AS age_seconds,
+               p.rows, f.newest_file AS as_of_file, '{run_id}' AS run_id
+        FROM {settings.table(XA_PREPARES)} p
+        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM {settings.table(TRANSACTIONS)}
+                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL) d
+          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
+        CROSS JOIN (SELECT max(last_ts) AS newest, max_by(file, seq) AS newest_file
+                    FROM {settings.table(FILES)} WHERE source = '{src}') f
+        WHERE p.source = '{src}'""")
+    df.writeTo(settings.table(XA_PENDING)).overwritePartitions()
+    return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
+            .where(f"source = '{src}'").orderBy("prepare_seq", "prepare_pos").collect()]
+
+
+FILE_SCHEMA = ("source STRING, file STRING, seq INT, size BIGINT, sha256 STRING, uri STRING, "
+               "server_version STRING, flavor STRING, checksum_alg STRING, in_use BOOLEAN, "
+               "closed_cleanly BOOLEAN, first_ts BIGINT, last_ts BIGINT, first_gtid STRING, "
+               "last_gtid STRING, events BIGINT, transactions BIGINT, row_changes BIGINT, "
+               "ranges INT, status STRING, error STRING, error_offset BIGINT, run_id STRING, "
+               "loaded_at TIMESTAMP")
+
+
+def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
+               failed: dict[str, str], hashes: dict[str, tuple[str, int]],
+               n_ranges: dict[str, int], run_id: str, source: str) -> list[tuple[Any, ...]]:
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for info in ranges_info:
+        by_file.setdefault(info["file"], []).append(info)
+    rows = []
+    for f in files:
+        infos = sorted(by_file.get(f.name, []), key=lambda i: i["index"])
+        fde = next((i["fde"] for i in infos if i.get("fde")), None) or {}
+        first_ts = next((i["first_ts"] for i in infos if i["first_ts"]), None)
+        last_ts = next((i["last_ts"] for i in reversed(infos) if i["last_ts"]), None)
+        first_gtid = next((i["first_gtid"] for i in infos if i["first_gtid"]), None)
+        last_gtid = next((i["last_gtid"] for i in reversed(infos) if i["last_gtid"]), None)
+        err_offset = next((i["error_offset"] for i in infos if i["error"]), None)
+        ends_with = infos[-1]["ends_with"] if infos else None
+        in_use = fde.get("in_use")
+        sha, size = hashes.get(f.name, (None, None))
+        status = "failed" if f.name in failed else "loaded"
+        rows.append((source, f.name, f.seq, size, sha, f.uri, fde.get("server_version"),
+                     fde.get("flavor"), fde.get("checksum_alg"), in_use,
+                     bool(in_use is False and ends_with in ("ROTATE", "STOP")),
+                     first_ts, last_ts, first_gtid, last_gtid,
+                     sum(i["events"] for i in infos), sum(i["transactions"] for i in infos),
+                     sum(i["rows"] for i in infos), n_ranges.get(f.name, 0), status,
+                     failed.get(f.name), err_offset, run_id, None))
+    return rows
+
+
+def summary_text(s: LoadSummary) -> str:
+    lines = [f"binlake load {s.run_id} (source {s.source}): {len(s.files)} file(s), "
+             f"{s.bytes / 1e6:.1f} MB in {s.ranges} range(s), {s.seconds:.1f} s"]
+    for f in s.files:
+        lines.append(f"  {f['status']:7} {f['file']}" + (f"  {f['error']}" if f["error"] else ""))
+    if s.transactions:
+        lines.append("transactions: " + ", ".join(f"{k} {v}" for k, v in
+                                                   sorted(s.transactions.items())))
+    for t, n in sorted(s.rows.items()):
+        lines.append(f"  rows {t}: {n}")
+    lines.append(f"pending XA: {len(s.pending)}")
+    for p in s.pending:
+        lines.append(f"  X'{p['xa_gtrid']}',X'{p['xa_bqual']}',{p['xa_format_id']} prepared at "
+                     f"{p['prepare_file']}:{p['prepare_pos']}")
+    errors = Counter(f.get("kind") for f in s.findings if f.get("severity", "error") == "error")
+    if errors:
+        lines.append("findings (errors): " + ", ".join(f"{k} {v}" for k, v in errors.items()))
+    return "\n".join(lines)

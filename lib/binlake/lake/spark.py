@@ -1,0 +1,148 @@
+"""A Spark session wired to binlake's Iceberg catalog.
+
+Jars: the Iceberg Spark runtime and, for the default JDBC catalog on SQLite, a SQLite JDBC
+driver.  Offline installs take them from local paths (the ``snowpark-connect-deps-iceberg``
+wheel ships the runtime jar; Debian's ``libxerial-sqlite-jdbc-java`` the driver: see
+infra/setup.sh); online users may set ``spark_packages`` (``spark.jars.packages``, e.g.
+``org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0,org.xerial:sqlite-jdbc:3.46.0.0``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+
+ICEBERG_RUNTIME = "iceberg-spark-runtime-3.5_2.12-*.jar"
+SQLITE_JARS = ("/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/xerial-sqlite-jdbc.jar")
+SQLITE_JNI_DIRS = ("/usr/lib/x86_64-linux-gnu/jni", "/usr/lib/aarch64-linux-gnu/jni",
+                   "/usr/lib/jni")
+
+
+class SparkSetupError(RuntimeError):
+    pass
+
+
+def iceberg_runtime_jar() -> str | None:
+    try:
+        import snowpark_connect_deps_iceberg as deps
+    except ImportError:
+        return None
+    found = sorted(glob.glob(os.path.join(os.path.dirname(deps.__file__), "jars",
+                                          ICEBERG_RUNTIME)))
+    return found[-1] if found else None
+
+
+def sqlite_jdbc_jar() -> str | None:
+    return next((j for j in SQLITE_JARS if os.path.exists(j)), None)
+
+
+def jars_for(settings: Settings) -> list[str]:
+    if settings.spark_jars:
+        return [j.strip() for j in settings.spark_jars.split(",") if j.strip()]
+    if settings.spark_packages:
+        return []
+    jars = []
+    runtime = iceberg_runtime_jar()
+    if runtime is None:
+        raise SparkSetupError(
+            "no Iceberg Spark runtime jar: install binlake[spark] (it brings the wheel "
+            "snowpark-connect-deps-iceberg), or set spark_jars / spark_packages")
+    jars.append(runtime)
+    if settings.catalog_type == "jdbc" and settings.jdbc_uri.startswith("jdbc:sqlite:"):
+        driver = sqlite_jdbc_jar()
+        if driver is None:
+            raise SparkSetupError("no SQLite JDBC driver: apt-get install "
+                                  "libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni, or set "
+                                  "spark_jars")
+        jars.append(driver)
+    return jars
+
+
+def catalog_conf(settings: Settings) -> dict[str, str]:
+    """The spark.sql.catalog.<name>.* options of the Iceberg catalog."""
+    p = f"spark.sql.catalog.{settings.catalog_name}"
+    conf = {p: "org.apache.iceberg.spark.SparkCatalog",
+            f"{p}.warehouse": settings.warehouse_resolved}
+    if settings.catalog_type == "jdbc":
+        conf[f"{p}.type"] = "jdbc"
+        conf[f"{p}.uri"] = settings.jdbc_uri
+        # V1 schema: the layout pyiceberg's SqlCatalog reads and writes too
+        conf[f"{p}.jdbc.schema-version"] = "V1"
+        if settings.catalog_user:
+            conf[f"{p}.jdbc.user"] = settings.catalog_user
+        if settings.catalog_password:
+            conf[f"{p}.jdbc.password"] = settings.catalog_password
+    elif settings.catalog_type == "rest":
+        conf[f"{p}.type"] = "rest"
+        conf[f"{p}.uri"] = settings.catalog_uri_resolved
+    elif settings.catalog_type == "hive":
+        conf[f"{p}.type"] = "hive"
+        conf[f"{p}.uri"] = settings.catalog_uri_resolved
+    elif settings.catalog_type == "glue":
+        conf[f"{p}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
+        conf[f"{p}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+    else:
+        conf[f"{p}.type"] = "hadoop"
+    for k, v in settings.catalog_properties.items():
+        conf[f"{p}.{k}"] = v
+    return conf
+
+
+def build_session(settings: Settings, *, app_name: str = "binlake",
+                  master: str | None = None) -> Any:
+    """A SparkSession (created or reused) with the Iceberg extensions and catalog."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if settings.catalog_type == "jdbc" and settings.jdbc_uri.startswith("jdbc:sqlite:"):
+        Path(settings.jdbc_uri[len("jdbc:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
+    b = (SparkSession.builder.master(master or settings.spark_master).appName(app_name)
+         .config("spark.sql.extensions",
+                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
+    jars = jars_for(settings)
+    if jars:
+        b = b.config("spark.jars", ",".join(jars))
+    if settings.spark_packages:
+        b = b.config("spark.jars.packages", settings.spark_packages)
+    jni = next((d for d in SQLITE_JNI_DIRS if os.path.isdir(d)), None)
+    if jni:
+        opt = f"-Djava.library.path={jni}"
+        b = b.config("spark.driver.extraJavaOptions", opt).config(
+            "spark.executor.extraJavaOptions", opt)
+    if settings.s3_endpoint_url:
+        b = b.config("spark.executorEnv.BINLAKE_S3_ENDPOINT_URL", settings.s3_endpoint_url)
+    for k, v in catalog_conf(settings).items():
+        b = b.config(k, v)
+    for k, v in settings.spark_conf.items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def pyiceberg_catalog(settings: Settings) -> Any:
+    """The same catalog through pyiceberg (SqlCatalog for jdbc, REST/Hive/Glue otherwise)."""
+    from pyiceberg.catalog import load_catalog
+
+    props: dict[str, str] = {"warehouse": settings.warehouse_resolved}
+    if settings.catalog_type == "jdbc":
+        props.update(type="sql", uri=settings.sqlalchemy_uri)
+    elif settings.catalog_type in ("rest", "hive"):
+        props.update(type=settings.catalog_type, uri=settings.catalog_uri_resolved)
+    else:
+        props.update(type=settings.catalog_type)
+    if settings.s3_endpoint_url:
+        props["s3.endpoint"] = settings.s3_endpoint_url
+    props.update(settings.catalog_properties)
+    return load_catalog(settings.catalog_name, **props)
