@@ -161,58 +161,67 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
         [f.uri for f in files], max(1, len(files))).map(_sha256).collect()))
     summary.bytes = sum(size for _, size in hashes.values())
 
-    # Decode on the executors; keep the records in Spark.
+    # Decode on the executors; the records come back as Arrow batches and stay in Spark.
     from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
-    records = sc.parallelize(tasks, max(1, len(tasks))).flatMap(X.decode_range)
-    records.persist(StorageLevel.MEMORY_AND_DISK)
-    small = records.filter(lambda r: r[0] in (X.RANGE, X.XA_END, X.TABLE, X.FINDING)).collect()
-    prep_meta = records.filter(lambda r: r[0] == X.XA_PREPARE).map(
-        lambda r: {k: v for k, v in r[1].items() if k != "state"}).collect()
+    task_rows = [(t.uri, t.file, t.seq, t.start, t.end, t.index, t.last_in_file,
+                  list(t.nontransactional)) for t in tasks]
+    tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
+                                     X.TASK_SCHEMA)
+    records = tasks_df.mapInArrow(X.decode_tasks_arrow, X.WIDE_SCHEMA)
+    records = records.persist(StorageLevel.MEMORY_AND_DISK)
+    kind = F.col("kind")
+    small = [(r["kind"], X.meta_of(r)) for r in records.where(
+        kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING)).select("kind", "meta").collect()]
+    prep_meta = [r.asDict() for r in records.where(kind == X.XA_PREPARE).select(
+        *[c for c in PREP_COLS if c not in ("state", "pks")]).collect()]
     ranges_info = [r for k, r in small if k == X.RANGE]
     for info in ranges_info:
         if info["error"] and info["file"] not in failed:
             failed[info["file"]] = info["error"]
     summary.findings = [dict(r, source=source) for k, r in small if k == X.FINDING]
     tables_seen = [r for k, r in small if k == X.TABLE]
-    bad = set(failed)
+    bad = sorted(failed)
     seq_of = {f.name: f.seq for f in files}
 
     # XA pairing (driver; metadata only).
     resolutions, orphan_txns, xa_findings = _pair_xa(
-        spark, settings, files, bad, prep_meta, [r for k, r in small if k == X.XA_END])
+        spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == X.XA_END])
     summary.findings += xa_findings
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
-    good = sc.broadcast(bad)
-    changes = records.filter(lambda r: r[0] == X.CHANGE and r[1]["file"] not in good.value) \
-        .map(lambda r: tuple(r[1][c] for c in CHANGE_COLS))
-    txns = records.filter(lambda r: r[0] == X.TXN and r[1]["end_file"] not in good.value) \
-        .map(lambda r: tuple(r[1][c] for c in TXN_COLS))
-    this_run_preps = records.filter(
-        lambda r: r[0] == X.XA_PREPARE and r[1]["prepare_file"] not in good.value).map(
-        lambda r: r[1])
-    earlier = _earlier_prepares(spark, settings, resolutions, {f.name for f in files})
-    xa_source = this_run_preps.union(sc.parallelize(earlier, max(1, min(len(earlier), 8)))) \
-        if earlier else this_run_preps
-    res_b = sc.broadcast(resolutions)
-    xa_out = xa_source.flatMap(lambda p: _decide_xa(p, res_b.value)).persist(
-        StorageLevel.MEMORY_AND_DISK)
-    changes = changes.union(xa_out.filter(lambda r: r[0] == X.CHANGE).map(
-        lambda r: tuple(r[1][c] for c in CHANGE_COLS)))
-    txns = txns.union(xa_out.filter(lambda r: r[0] == X.TXN).map(
-        lambda r: tuple(r[1][c] for c in TXN_COLS)))
-    if orphan_txns:
-        txns = txns.union(sc.parallelize([tuple(t[c] for c in TXN_COLS) for t in orphan_txns]))
-    preps = this_run_preps.map(lambda p: tuple(p[c] for c in PREP_COLS))
+    changes = records.where((kind == X.CHANGE) & ~F.col("file").isin(bad)).select(*CHANGE_COLS)
+    txns = records.where((kind == X.TXN) & ~F.col("end_file").isin(bad)).select(
+        *[F.col("txn_kind").alias("kind") if c == "kind" else F.col(c) for c in TXN_COLS])
+    preps_df = records.where((kind == X.XA_PREPARE) & ~F.col("prepare_file").isin(bad)) \
+        .select(*PREP_COLS)
+    run_files = {f.name for f in files}
+    decided_here = [k for k in resolutions if k[0] in run_files]
+    xa_inputs: list[dict[str, Any]] = []
+    if decided_here:
+        cond = F.lit(False)
+        for f, p in decided_here:
+            cond = cond | ((F.col("prepare_file") == f) & (F.col("prepare_pos") == p))
+        xa_inputs = [r.asDict() for r in preps_df.where(cond).collect()]
+    xa_inputs += _earlier_prepares(spark, settings, resolutions, run_files)
+    xa_records = [rec for p in xa_inputs for rec in _decide_xa(p, resolutions)]
+    xa_changes = [tuple(r[c] for c in CHANGE_COLS) for k, r in xa_records if k == X.CHANGE]
+    xa_txns = [tuple(r[c] for c in TXN_COLS) for k, r in xa_records if k == X.TXN]
+    xa_txns += [tuple(t[c] for c in TXN_COLS) for t in orphan_txns]
+    if xa_changes:
+        changes = changes.unionByName(spark.createDataFrame(xa_changes, CHANGE_SCHEMA))
+    if xa_txns:
+        txns = txns.unionByName(spark.createDataFrame(xa_txns, TXN_SCHEMA))
+    preps = preps_df
 
-    _merge(spark, settings, ROW_CHANGES, spark.createDataFrame(changes, CHANGE_SCHEMA),
+    _merge(spark, settings, ROW_CHANGES, changes,
            ["order_seq", "order_pos", "order_idx"], run_id,
            {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
-    _merge(spark, settings, TRANSACTIONS, spark.createDataFrame(txns, TXN_SCHEMA),
+    _merge(spark, settings, TRANSACTIONS, txns,
            ["order_seq", "order_pos"], run_id,
            {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
-    _merge(spark, settings, XA_PREPARES, spark.createDataFrame(preps, PREP_SCHEMA),
+    _merge(spark, settings, XA_PREPARES, preps,
            ["prepare_seq", "prepare_pos"], run_id,
            {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[], replace_cols=True)
     summary.pending = _refresh_pending(spark, settings, run_id)
@@ -234,7 +243,6 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
            {"first_ts": "timestamp_seconds(first_ts)", "last_ts": "timestamp_seconds(last_ts)",
             "loaded_at": "current_timestamp()"}, drop=[], replace_cols=True, update=True)
     records.unpersist()
-    xa_out.unpersist()
 
     # Summary (small aggregates of what this run's files hold).
     stats = spark.sql(
