@@ -30,6 +30,12 @@ XA_END = "xa_end"  # an XA COMMIT / ROLLBACK group (marker)
 TABLE = "table"  # a table layout seen in a Table_map (for typed tables)
 FINDING = "finding"
 RANGE = "range"  # per-range summary (events, timestamps, GTIDs, errors)
+STATEMENT = "statement"  # an Annotate_rows / Rows_query text, once (file, pos)
+
+# A multi-row INSERT's text is logged once and produces thousands of row changes: row_changes
+# keeps the first STATEMENT_INLINE characters of it (and statement_pos); the `statements`
+# table keeps the whole text once.
+STATEMENT_INLINE = 1024
 
 
 def _json(v: Any) -> str | None:
@@ -70,8 +76,15 @@ def change_record(t: Transaction, c: RowChange, pk: list[str] | None) -> dict[st
         "txn_id": t.id, "gtid": t.gtid, "order_seq": order[0], "order_pos": order[1],
         "order_idx": order[2], "commit_us": _commit_us(t), "db": c.db, "tbl": c.table,
         "op": c.op, "before": _json(c.before), "after": _json(c.after), "pk": _pk(c, pk),
-        "statement": c.statement, "file": c.file, "pos": c.pos, "row": c.row,
+        "statement": _inline(c.statement), "statement_pos": c.statement_pos, "file": c.file,
+        "pos": c.pos, "row": c.row,
     }
+
+
+def _inline(text: str | None) -> str | None:
+    if text is None or len(text) <= STATEMENT_INLINE:
+        return text
+    return text[:STATEMENT_INLINE] + "\u2026"
 
 
 def _commit_us(t: Transaction) -> int | None:
@@ -112,6 +125,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
     seen_layouts: set[int] = set()
+    statements_seen: set[int] = set()
     info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
                             "start": task.start, "end": task.end, "events": 0,
                             "first_ts": None, "last_ts": None, "first_gtid": None,
@@ -156,7 +170,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
                                             "has_names": tm.has_full_metadata,
                                             "seq": task.seq, "pos": ev.pos}))
             for item in builder.feed(ev):
-                _emit(out, item, pks, info)
+                _emit(out, item, pks, info, statements_seen)
     except BinlogError as exc:
         info["error"] = str(exc)
         info["error_offset"] = exc.offset
@@ -174,14 +188,26 @@ def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _statements(out: list[tuple[str, dict[str, Any]]], changes: list[RowChange],
+                seen: set[int]) -> None:
+    for c in changes:
+        if c.statement_pos is not None and c.statement is not None \
+                and c.statement_pos not in seen:
+            seen.add(c.statement_pos)
+            out.append((STATEMENT, {"file": c.file, "statement_pos": c.statement_pos,
+                                    "statement": c.statement}))
+
+
 def _emit(out: list[tuple[str, dict[str, Any]]], item: Transaction | XaMarker,
-          pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any]) -> None:
+          pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
+          statements_seen: set[int]) -> None:
     if isinstance(item, XaMarker):
         out.append((XA_END, {"xa_format_id": item.xid.format_id, "xa_gtrid": item.xid.gtrid,
                              "xa_bqual": item.xid.bqual, "commit": item.commit,
                              "part": item.part.to_dict(), "end_event": item.end_event,
                              "server_id": item.server_id}))
         return
+    _statements(out, item.changes, statements_seen)
     if item.status == XA_PREPARED:
         from ..txn.xa import dump_pending
 
@@ -214,7 +240,8 @@ WIDE_FIELDS: list[tuple[str, str]] = [
     ("txn_id", "string"), ("gtid", "string"), ("order_seq", "int"), ("order_pos", "bigint"),
     ("order_idx", "int"), ("commit_us", "bigint"), ("db", "string"), ("tbl", "string"),
     ("op", "string"), ("before", "string"), ("after", "string"), ("pk", "string"),
-    ("statement", "string"), ("file", "string"), ("pos", "bigint"), ("row", "int"),
+    ("statement", "string"), ("statement_pos", "bigint"), ("file", "string"),
+    ("pos", "bigint"), ("row", "int"),
     ("txn_kind", "string"), ("status", "string"), ("begin_file", "string"),
     ("begin_pos", "bigint"), ("end_file", "string"), ("end_pos", "bigint"),
     ("end_event", "string"), ("xid", "bigint"), ("xa_format_id", "int"),
@@ -230,6 +257,7 @@ WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)
 TASK_SCHEMA = ("uri STRING, file STRING, seq INT, start BIGINT, `end` BIGINT, `index` INT, "
                "last_in_file BOOLEAN, nontransactional ARRAY<STRING>")
 _BATCH_ROWS = 8192
+_BATCH_BYTES = 32 << 20  # also cut a batch at ~32 MB of text (Arrow buffers stay small)
 
 
 def _arrow_schema() -> Any:
@@ -244,7 +272,7 @@ def _wide(kind: str, rec: dict[str, Any]) -> dict[str, Any]:
     if kind == TXN:
         d = dict(rec)
         d["txn_kind"] = d.pop("kind")
-    elif kind in (CHANGE, XA_PREPARE):
+    elif kind in (CHANGE, XA_PREPARE, STATEMENT):
         d = dict(rec)
     else:
         d = {"meta": orjson.dumps(rec, default=str).decode()}
@@ -264,15 +292,21 @@ def decode_tasks_arrow(batches: Any) -> Any:
                              t["last_in_file"], tuple(t["nontransactional"] or ()))
             cols: dict[str, list[Any]] = {n: [] for n in names}
             n = 0
+            size = 0
             for kind, rec in decode_range(task):
                 w = _wide(kind, rec)
                 for name in names:
                     cols[name].append(w.get(name))
                 n += 1
-                if n >= _BATCH_ROWS:
+                for big in ("before", "after", "statement", "state", "meta"):
+                    v = w.get(big)
+                    if v:
+                        size += len(v)
+                if n >= _BATCH_ROWS or size >= _BATCH_BYTES:
                     yield pa.RecordBatch.from_pydict(cols, schema=schema)
                     cols = {name: [] for name in names}
                     n = 0
+                    size = 0
             if n:
                 yield pa.RecordBatch.from_pydict(cols, schema=schema)
 

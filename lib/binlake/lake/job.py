@@ -29,13 +29,22 @@ from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
 from ..txn.split import split_file
 from ..txn.xa import load_pending
 from . import extract as X
-from .tables import FILES, ROW_CHANGES, TRANSACTIONS, XA_PENDING, XA_PREPARES, ensure_tables
+from .tables import (
+    FILES,
+    ROW_CHANGES,
+    STATEMENTS,
+    TRANSACTIONS,
+    XA_PENDING,
+    XA_PREPARES,
+    ensure_tables,
+)
 
 CHANGE_COLS = ["txn_id", "gtid", "order_seq", "order_pos", "order_idx", "commit_us", "db", "tbl",
-               "op", "before", "after", "pk", "statement", "file", "pos", "row"]
+               "op", "before", "after", "pk", "statement", "statement_pos", "file", "pos", "row"]
 CHANGE_SCHEMA = ("txn_id STRING, gtid STRING, order_seq INT, order_pos BIGINT, order_idx INT, "
                  "commit_us BIGINT, db STRING, tbl STRING, op STRING, before STRING, "
-                 "after STRING, pk STRING, statement STRING, file STRING, pos BIGINT, row INT")
+                 "after STRING, pk STRING, statement STRING, statement_pos BIGINT, file STRING, "
+                 "pos BIGINT, row INT")
 TXN_COLS = ["txn_id", "gtid", "kind", "status", "begin_file", "begin_pos", "end_file",
             "end_pos", "commit_us", "end_event", "xid", "xa_format_id", "xa_gtrid", "xa_bqual",
             "one_phase", "prepare_file", "prepare_pos", "prepare_gtid", "inserts", "updates",
@@ -201,8 +210,8 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     xa_inputs: list[dict[str, Any]] = []
     if decided_here:
         cond = F.lit(False)
-        for f, p in decided_here:
-            cond = cond | ((F.col("prepare_file") == f) & (F.col("prepare_pos") == p))
+        for name, pos in decided_here:
+            cond = cond | ((F.col("prepare_file") == name) & (F.col("prepare_pos") == pos))
         xa_inputs = [r.asDict() for r in preps_df.where(cond).collect()]
     xa_inputs += _earlier_prepares(spark, settings, resolutions, run_files)
     xa_records = [rec for p in xa_inputs for rec in _decide_xa(p, resolutions)]
@@ -214,6 +223,8 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     if xa_txns:
         txns = txns.unionByName(spark.createDataFrame(xa_txns, TXN_SCHEMA))
     preps = preps_df
+    stmts = records.where((kind == X.STATEMENT) & ~F.col("file").isin(bad)).select(
+        "file", F.col("statement_pos").alias("pos"), "statement")
 
     _merge(spark, settings, ROW_CHANGES, changes,
            ["order_seq", "order_pos", "order_idx"], run_id,
@@ -221,6 +232,8 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     _merge(spark, settings, TRANSACTIONS, txns,
            ["order_seq", "order_pos"], run_id,
            {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
+    _merge(spark, settings, STATEMENTS, stmts.dropDuplicates(["file", "pos"]), ["file", "pos"],
+           run_id, {}, drop=[])
     _merge(spark, settings, XA_PREPARES, preps,
            ["prepare_seq", "prepare_pos"], run_id,
            {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[], replace_cols=True)

@@ -16,6 +16,7 @@ TRANSACTIONS = "transactions"
 ROW_CHANGES = "row_changes"
 XA_PREPARES = "xa_prepares"
 XA_PENDING = "xa_pending"
+STATEMENTS = "statements"
 
 DDL: dict[str, tuple[str, str]] = {
     FILES: ("""
@@ -38,8 +39,12 @@ DDL: dict[str, tuple[str, str]] = {
         source STRING NOT NULL, txn_id STRING, gtid STRING, order_seq INT NOT NULL,
         order_pos BIGINT NOT NULL, order_idx INT NOT NULL, commit_ts TIMESTAMP,
         db STRING, tbl STRING, op STRING, before STRING, after STRING, pk STRING,
-        statement STRING, file STRING, pos BIGINT, row INT, run_id STRING""",
+        statement STRING, statement_pos BIGINT, file STRING, pos BIGINT, row INT,
+        run_id STRING""",
                   "days(commit_ts), db, tbl"),
+    STATEMENTS: ("""
+        source STRING NOT NULL, file STRING NOT NULL, pos BIGINT NOT NULL, statement STRING,
+        run_id STRING""", "source"),
     XA_PREPARES: ("""
         source STRING NOT NULL, xa_format_id INT, xa_gtrid STRING, xa_bqual STRING,
         prepare_seq INT NOT NULL, prepare_pos BIGINT NOT NULL, prepare_end_pos BIGINT,

@@ -85,7 +85,7 @@ class _Group:
 
     __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "context", "contexts", "file",
                  "gtid", "implicit", "mariadb_flags", "pos", "savepoints", "seq", "server_id",
-                 "statement", "statements", "tables", "xa_xid")
+                 "statement", "statement_pos", "statements", "tables", "xa_xid")
 
     def __init__(self, file: str, seq: int, pos: int, server_id: int) -> None:
         self.file = file
@@ -102,6 +102,7 @@ class _Group:
         self.changes: list[RowChange] = []
         self.statements: list[str] = []
         self.statement: str | None = None  # Annotate_rows / Rows_query text in force
+        self.statement_pos: int | None = None  # ... and the position of its event
         self.savepoints: list[tuple[str, int]] = []
         self.tables: set[str] = set()
         # statement-format context: what Intvar/Rand/User_var events set for the next
@@ -308,11 +309,14 @@ class GroupBuilder:
             transactional = self.engines.transactional(name)
             for i, (before, after) in enumerate(d.get("rows") or ()):
                 g.changes.append(RowChange(db, table, op, before, after, ev.file, ev.pos, i,
-                                           g.statement, True, None, transactional))
+                                           g.statement, True, None, transactional,
+                                           g.statement_pos))
             if d.get("stmt_end"):
                 g.statement = None
+                g.statement_pos = None
         elif code in (E.ANNOTATE_ROWS, E.ROWS_QUERY):
             g.statement = d.get("query")
+            g.statement_pos = ev.pos
         elif code == E.INTVAR:
             g.context["insert_id" if d.get("kind") == "INSERT_ID" else "last_insert_id"] = \
                 d.get("value")

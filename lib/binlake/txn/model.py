@@ -63,13 +63,14 @@ class RowChange:
     applied: bool = True  # False: undone by ROLLBACK / ROLLBACK TO SAVEPOINT / XA ROLLBACK
     order: OrderKey | None = None  # set when the transaction's outcome is known
     transactional: bool = True  # the table's engine is transactional (as far as known)
+    statement_pos: int | None = None  # the Annotate_rows / Rows_query event holding it
 
     def to_dict(self) -> dict[str, Any]:
         return {"db": self.db, "table": self.table, "op": self.op, "before": self.before,
                 "after": self.after, "file": self.file, "pos": self.pos, "row": self.row,
                 "statement": self.statement, "applied": self.applied,
                 "order": list(self.order) if self.order is not None else None,
-                "transactional": self.transactional}
+                "transactional": self.transactional, "statement_pos": self.statement_pos}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RowChange:
@@ -77,7 +78,7 @@ class RowChange:
         return cls(d["db"], d["table"], d["op"], d.get("before"), d.get("after"), d["file"],
                    int(d["pos"]), int(d["row"]), d.get("statement"), bool(d.get("applied", True)),
                    tuple(order) if order is not None else None,
-                   bool(d.get("transactional", True)))
+                   bool(d.get("transactional", True)), d.get("statement_pos"))
 
 
 @dataclass
