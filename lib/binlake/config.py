@@ -45,6 +45,7 @@ class Settings:
     spark_jars: str = ""  # comma-separated local jars; default: found in the installed wheels
     spark_packages: str = ""  # spark.jars.packages (online installs), instead of spark_jars
     spark_conf: dict[str, str] = field(default_factory=dict)
+    spark_driver_memory: str = "4g"  # local mode: the driver JVM is the executor too
     split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
     # The source server the files come from (a label; one lake holds several sources)
     source: str = "default"

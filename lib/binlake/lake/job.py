@@ -179,7 +179,9 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
     records = tasks_df.mapInArrow(X.decode_tasks_arrow, X.WIDE_SCHEMA)
-    records = records.persist(StorageLevel.MEMORY_AND_DISK)
+    # Decoded once, read several times (small kinds, rows, transactions...): keep it on disk,
+    # so executor memory stays bounded whatever the input size.
+    records = records.persist(StorageLevel.DISK_ONLY)
     kind = F.col("kind")
     small = [(r["kind"], X.meta_of(r)) for r in records.where(
         kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING)).select("kind", "meta").collect()]
@@ -209,10 +211,9 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     decided_here = [k for k in resolutions if k[0] in run_files]
     xa_inputs: list[dict[str, Any]] = []
     if decided_here:
-        cond = F.lit(False)
-        for name, pos in decided_here:
-            cond = cond | ((F.col("prepare_file") == name) & (F.col("prepare_pos") == pos))
-        xa_inputs = [r.asDict() for r in preps_df.where(cond).collect()]
+        keys = spark.createDataFrame(decided_here, "prepare_file STRING, prepare_pos BIGINT")
+        xa_inputs = [r.asDict() for r in preps_df.join(
+            F.broadcast(keys), ["prepare_file", "prepare_pos"], "left_semi").collect()]
     xa_inputs += _earlier_prepares(spark, settings, resolutions, run_files)
     xa_records = [rec for p in xa_inputs for rec in _decide_xa(p, resolutions)]
     xa_changes = [tuple(r[c] for c in CHANGE_COLS) for k, r in xa_records if k == X.CHANGE]
@@ -390,12 +391,16 @@ def _earlier_prepares(spark: Any, settings: Settings,
                       resolutions: dict[tuple[str, int], dict[str, Any]],
                       run_files: set[str]) -> list[dict[str, Any]]:
     """The stored prepare groups (with their rows) of earlier runs decided in this run."""
+    from pyspark.sql import functions as F
+
     keys = [k for k in resolutions if k[0] not in run_files]
     if not keys:
         return []
-    cond = " OR ".join(f"(prepare_file = '{_q(f)}' AND prepare_pos = {p})" for f, p in keys)
-    rows = spark.sql(f"SELECT {', '.join(PREP_COLS)} FROM {settings.table(XA_PREPARES)} "
-                     f"WHERE source = '{_q(settings.source)}' AND ({cond})").collect()
+    wanted = spark.createDataFrame(keys, "prepare_file STRING, prepare_pos BIGINT")
+    rows = (spark.table(settings.table(XA_PREPARES))
+            .where(F.col("source") == settings.source)
+            .join(F.broadcast(wanted), ["prepare_file", "prepare_pos"], "left_semi")
+            .select(*PREP_COLS).collect())
     out = []
     for r in rows:
         d = r.asDict()

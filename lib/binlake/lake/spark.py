@@ -109,6 +109,7 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.driver.memory", settings.spark_driver_memory)
          .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
     jars = jars_for(settings)
     if jars:
