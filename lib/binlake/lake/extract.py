@@ -233,51 +233,29 @@ def _emit(out: list[tuple[str, dict[str, Any]]], item: Transaction | XaMarker,
 
 # -- Arrow transport (mapInArrow): records leave Python as columnar batches ------------------
 
-# One wide schema for every record kind: the big kinds (change, txn, xa_prepare) have typed
-# columns, the small ones ride as JSON text in `meta`.
-WIDE_FIELDS: list[tuple[str, str]] = [
-    ("kind", "string"),
+# Row changes (the bulk) travel as typed columns; every other kind rides as JSON text in
+# `meta` (parsed in Spark with from_json or on the driver): few columns, few Python appends.
+CHANGE_FIELDS: list[tuple[str, str]] = [
     ("txn_id", "string"), ("gtid", "string"), ("order_seq", "int"), ("order_pos", "bigint"),
     ("order_idx", "int"), ("commit_us", "bigint"), ("db", "string"), ("tbl", "string"),
     ("op", "string"), ("before", "string"), ("after", "string"), ("pk", "string"),
     ("statement", "string"), ("statement_pos", "bigint"), ("file", "string"),
     ("pos", "bigint"), ("row", "int"),
-    ("txn_kind", "string"), ("status", "string"), ("begin_file", "string"),
-    ("begin_pos", "bigint"), ("end_file", "string"), ("end_pos", "bigint"),
-    ("end_event", "string"), ("xid", "bigint"), ("xa_format_id", "int"),
-    ("xa_gtrid", "string"), ("xa_bqual", "string"), ("one_phase", "boolean"),
-    ("prepare_file", "string"), ("prepare_pos", "bigint"), ("prepare_gtid", "string"),
-    ("inserts", "bigint"), ("updates", "bigint"), ("deletes", "bigint"),
-    ("tables", "array<string>"), ("nontransactional", "boolean"),
-    ("statements", "array<string>"), ("prepare_seq", "int"), ("prepare_end_pos", "bigint"),
-    ("prepared_ts", "bigint"), ("rows", "bigint"), ("state", "string"), ("pks", "string"),
-    ("meta", "string"),
 ]
+WIDE_FIELDS: list[tuple[str, str]] = [("kind", "string"), *CHANGE_FIELDS, ("meta", "string")]
 WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)
 TASK_SCHEMA = ("uri STRING, file STRING, seq INT, start BIGINT, `end` BIGINT, `index` INT, "
                "last_in_file BOOLEAN, nontransactional ARRAY<STRING>")
 _BATCH_ROWS = 8192
 _BATCH_BYTES = 32 << 20  # also cut a batch at ~32 MB of text (Arrow buffers stay small)
+_CHANGE_NAMES = [n for n, _ in CHANGE_FIELDS]
 
 
 def _arrow_schema() -> Any:
     import pyarrow as pa
 
-    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
-             "boolean": pa.bool_(), "array<string>": pa.list_(pa.string())}
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
     return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
-
-
-def _wide(kind: str, rec: dict[str, Any]) -> dict[str, Any]:
-    if kind == TXN:
-        d = dict(rec)
-        d["txn_kind"] = d.pop("kind")
-    elif kind in (CHANGE, XA_PREPARE, STATEMENT):
-        d = dict(rec)
-    else:
-        d = {"meta": orjson.dumps(rec, default=str).decode()}
-    d["kind"] = kind
-    return d
 
 
 def decode_tasks_arrow(batches: Any) -> Any:
@@ -286,29 +264,43 @@ def decode_tasks_arrow(batches: Any) -> Any:
 
     schema = _arrow_schema()
     names = schema.names
+    dumps = orjson.dumps
     for batch in batches:
         for t in batch.to_pylist():
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
                              t["last_in_file"], tuple(t["nontransactional"] or ()))
-            cols: dict[str, list[Any]] = {n: [] for n in names}
+            cols: list[list[Any]] = [[] for _ in names]
+            kinds, metas = cols[0], cols[-1]
+            change_cols = cols[1:-1]
             n = 0
             size = 0
             for kind, rec in decode_range(task):
-                w = _wide(kind, rec)
-                for name in names:
-                    cols[name].append(w.get(name))
+                kinds.append(kind)
+                if kind == CHANGE:
+                    for col, name in zip(change_cols, _CHANGE_NAMES):
+                        col.append(rec[name])
+                    metas.append(None)
+                    size += len(rec["after"] or "") + len(rec["before"] or "")
+                else:
+                    for col in change_cols:
+                        col.append(None)
+                    m = dumps(rec, default=str).decode()
+                    metas.append(m)
+                    size += len(m)
                 n += 1
-                for big in ("before", "after", "statement", "state", "meta"):
-                    v = w.get(big)
-                    if v:
-                        size += len(v)
                 if n >= _BATCH_ROWS or size >= _BATCH_BYTES:
-                    yield pa.RecordBatch.from_pydict(cols, schema=schema)
-                    cols = {name: [] for name in names}
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)],
+                        schema=schema)
+                    cols = [[] for _ in names]
+                    kinds, metas = cols[0], cols[-1]
+                    change_cols = cols[1:-1]
                     n = 0
                     size = 0
             if n:
-                yield pa.RecordBatch.from_pydict(cols, schema=schema)
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)],
+                    schema=schema)
 
 
 def meta_of(row: Any) -> dict[str, Any]:

@@ -186,7 +186,8 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     small = [(r["kind"], X.meta_of(r)) for r in records.where(
         kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING)).select("kind", "meta").collect()]
     prep_meta = [r.asDict() for r in records.where(kind == X.XA_PREPARE).select(
-        *[c for c in PREP_COLS if c not in ("state", "pks")]).collect()]
+        F.from_json("meta", PREP_SCHEMA).alias("r")).select(
+        *[f"r.{c}" for c in PREP_COLS if c not in ("state", "pks")]).collect()]
     ranges_info = [r for k, r in small if k == X.RANGE]
     for info in ranges_info:
         if info["error"] and info["file"] not in failed:
@@ -202,11 +203,13 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     summary.findings += xa_findings
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
+    meta = F.col("meta")
     changes = records.where((kind == X.CHANGE) & ~F.col("file").isin(bad)).select(*CHANGE_COLS)
-    txns = records.where((kind == X.TXN) & ~F.col("end_file").isin(bad)).select(
-        *[F.col("txn_kind").alias("kind") if c == "kind" else F.col(c) for c in TXN_COLS])
-    preps_df = records.where((kind == X.XA_PREPARE) & ~F.col("prepare_file").isin(bad)) \
-        .select(*PREP_COLS)
+    txns = records.where(kind == X.TXN).select(F.from_json(meta, TXN_SCHEMA).alias("r")) \
+        .select("r.*").where(~F.col("end_file").isin(bad))
+    preps_df = records.where(kind == X.XA_PREPARE).select(
+        F.from_json(meta, PREP_SCHEMA).alias("r")).select("r.*") \
+        .where(~F.col("prepare_file").isin(bad))
     run_files = {f.name for f in files}
     decided_here = [k for k in resolutions if k[0] in run_files]
     xa_inputs: list[dict[str, Any]] = []
@@ -224,8 +227,10 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     if xa_txns:
         txns = txns.unionByName(spark.createDataFrame(xa_txns, TXN_SCHEMA))
     preps = preps_df
-    stmts = records.where((kind == X.STATEMENT) & ~F.col("file").isin(bad)).select(
-        "file", F.col("statement_pos").alias("pos"), "statement")
+    stmts = records.where(kind == X.STATEMENT).select(F.from_json(
+        meta, "file STRING, statement_pos BIGINT, statement STRING").alias("r")).select(
+        "r.file", F.col("r.statement_pos").alias("pos"), "r.statement").where(
+        ~F.col("file").isin(bad))
 
     _merge(spark, settings, ROW_CHANGES, changes,
            ["order_seq", "order_pos", "order_idx"], run_id,
