@@ -17,7 +17,7 @@ import orjson
 from ..constants import EventType as E
 from ..errors import BinlogError, TruncatedError
 from ..reader import BinlogReader
-from ..render import dumps as _dumps_line
+from ..render import _default as _render_default
 from ..txn.build import GroupBuilder, XaMarker, assign_order
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
@@ -38,10 +38,14 @@ STATEMENT = "statement"  # an Annotate_rows / Rows_query text, once (file, pos)
 STATEMENT_INLINE = 1024
 
 
+_OPTS = orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
 def _json(v: Any) -> str | None:
+    """JSON text of a row image, rendered exactly as ``binlake decode --rows`` does."""
     if v is None:
         return None
-    return _dumps_line(v)[:-1].decode("utf-8")
+    return orjson.dumps(v, _render_default, _OPTS).decode()
 
 
 @dataclass
@@ -65,19 +69,24 @@ def _pk(change: RowChange, pk: list[str] | None) -> str | None:
     if not pk:
         return None
     img = change.after if change.after is not None else change.before
-    if img is None or not all(k in img for k in pk):
+    if img is None:
         return None
-    return _json({k: img[k] for k in pk})
+    try:
+        return _json({k: img[k] for k in pk})
+    except KeyError:  # a MINIMAL image without the key columns
+        return None
 
 
-def change_record(t: Transaction, c: RowChange, pk: list[str] | None) -> dict[str, Any]:
+def change_record(t: Transaction, c: RowChange, pk: list[str] | None,
+                  txn_id: str | None = None, commit_us: int | None = None) -> dict[str, Any]:
     order = c.order or (None, None, None)
     return {
-        "txn_id": t.id, "gtid": t.gtid, "order_seq": order[0], "order_pos": order[1],
-        "order_idx": order[2], "commit_us": _commit_us(t), "db": c.db, "tbl": c.table,
-        "op": c.op, "before": _json(c.before), "after": _json(c.after), "pk": _pk(c, pk),
-        "statement": _inline(c.statement), "statement_pos": c.statement_pos, "file": c.file,
-        "pos": c.pos, "row": c.row,
+        "txn_id": txn_id or t.id, "gtid": t.gtid, "order_seq": order[0],
+        "order_pos": order[1], "order_idx": order[2],
+        "commit_us": commit_us if commit_us is not None else _commit_us(t), "db": c.db,
+        "tbl": c.table, "op": c.op, "before": _json(c.before), "after": _json(c.after),
+        "pk": _pk(c, pk), "statement": _inline(c.statement), "statement_pos": c.statement_pos,
+        "file": c.file, "pos": c.pos, "row": c.row,
     }
 
 
@@ -132,14 +141,15 @@ def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
                             "last_gtid": None, "error": None, "error_offset": None,
                             "error_kind": None, "fde": None, "ends_with": None,
                             "rows": 0, "transactions": 0}
+    fde_noted = False
     try:
         for ev in reader:
+            if not fde_noted and reader.fde is not None:
+                builder.note_format(reader.fde.server_version, reader.fde.flavor)
+                fde_noted = True
             info["events"] += 1
             if ev.type_code == E.FORMAT_DESCRIPTION and ev.pos == 4:
-                info["fde"] = {k: ev.data.get(k) for k in ("server_version", "flavor",
-                                                           "checksum_alg", "in_use")}
-                if task.start > 4:
-                    continue  # every range re-reads the FDE; range 0 reports it
+                continue  # the reader yields it only when a range starts at 4
             if ev.timestamp:
                 if info["first_ts"] is None:
                     info["first_ts"] = ev.timestamp
@@ -184,6 +194,10 @@ def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
                               "pos": t.part.begin_pos, "severity": "error",
                               "message": f"transaction at {t.part.begin_pos} never ended"}))
     info["end_offset"] = reader.end_offset
+    if reader.fde is not None:  # every range reads the FDE first, whatever its start
+        info["fde"] = {"server_version": reader.fde.server_version, "flavor": reader.fde.flavor,
+                       "checksum_alg": reader.fde.to_dict()["checksum_alg"],
+                       "in_use": reader.in_use}
     out.append((RANGE, info))
     return out
 
@@ -225,10 +239,13 @@ def _emit(out: list[tuple[str, dict[str, Any]]], item: Transaction | XaMarker,
     assign_order(item)
     info["transactions"] += 1
     out.append((TXN, txn_record(item)))
+    txn_id = item.id
+    commit_us = _commit_us(item)
     for c in item.changes:
         if c.applied:
             info["rows"] += 1
-            out.append((CHANGE, change_record(item, c, pks.get((c.db, c.table)))))
+            out.append((CHANGE, change_record(item, c, pks.get((c.db, c.table)), txn_id,
+                                              commit_us)))
 
 
 # -- Arrow transport (mapInArrow): records leave Python as columnar batches ------------------

@@ -242,8 +242,7 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
            run_id, {}, drop=[])
     _merge(spark, settings, XA_PREPARES, preps,
            ["prepare_seq", "prepare_pos"], run_id,
-           {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[], replace_cols=True)
-    summary.pending = _refresh_pending(spark, settings, run_id)
+           {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[])
 
     # Typed per-table changelog and mirror tables (when the binlog names the columns).
     import importlib
@@ -260,7 +259,9 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
     _merge(spark, settings, FILES, fdf, ["file"], run_id,
            {"first_ts": "timestamp_seconds(first_ts)", "last_ts": "timestamp_seconds(last_ts)",
-            "loaded_at": "current_timestamp()"}, drop=[], replace_cols=True, update=True)
+            "loaded_at": "current_timestamp()"}, drop=[], update=True)
+    # Derived state last: it needs the files' timestamps (the XA ages).
+    summary.pending = _refresh_pending(spark, settings, run_id)
     records.unpersist()
 
     # Summary (small aggregates of what this run's files hold).
@@ -289,8 +290,7 @@ def _in(names: list[str]) -> str:
 
 
 def _merge(spark: Any, settings: Settings, table: str, df: Any, keys: list[str], run_id: str,
-           derived: dict[str, str], drop: list[str], replace_cols: bool = False,
-           update: bool = False) -> None:
+           derived: dict[str, str], drop: list[str], update: bool = False) -> None:
     """MERGE df into the table on (source, *keys): insert missing rows (update matched ones
     when ``update``).  Idempotent by construction."""
     from pyspark.sql import functions as F
@@ -458,7 +458,10 @@ def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[s
         CROSS JOIN (SELECT max(last_ts) AS newest, max_by(file, seq) AS newest_file
                     FROM {settings.table(FILES)} WHERE source = '{src}') f
         WHERE p.source = '{src}'""")
-    df.writeTo(settings.table(XA_PENDING)).overwritePartitions()
+    from pyspark.sql import functions as F
+
+    # overwrite(condition), not overwritePartitions(): an empty result must clear the source
+    df.writeTo(settings.table(XA_PENDING)).overwrite(F.col("source") == settings.source)
     return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
             .where(f"source = '{src}'").orderBy("prepare_seq", "prepare_pos").collect()]
 

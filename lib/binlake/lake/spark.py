@@ -100,9 +100,20 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if settings.s3_endpoint_url:  # the driver's boto3 (listing, splitting) and executors'
+        os.environ["BINLAKE_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
+        from ..source import reset_s3_client
+
+        reset_s3_client()
+    # Under spark-submit the JVM already runs: its --master / --jars win (setting them here
+    # would be ignored for the classpath, and would override --master).
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ and master is None
     if settings.catalog_type == "jdbc" and settings.jdbc_uri.startswith("jdbc:sqlite:"):
         Path(settings.jdbc_uri[len("jdbc:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
-    b = (SparkSession.builder.master(master or settings.spark_master).appName(app_name)
+    b = SparkSession.builder.appName(app_name)
+    if not submitted:
+        b = b.master(master or settings.spark_master)
+    b = (b
          .config("spark.sql.extensions",
                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.sql.session.timeZone", "UTC")
@@ -111,7 +122,7 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
          .config("spark.sql.shuffle.partitions", "4")
          .config("spark.driver.memory", settings.spark_driver_memory)
          .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
-    jars = jars_for(settings)
+    jars = [] if submitted else jars_for(settings)
     if jars:
         b = b.config("spark.jars", ",".join(jars))
     if settings.spark_packages:
@@ -138,7 +149,16 @@ def pyiceberg_catalog(settings: Settings) -> Any:
 
     props: dict[str, str] = {"warehouse": settings.warehouse_resolved}
     if settings.catalog_type == "jdbc":
-        props.update(type="sql", uri=settings.sqlalchemy_uri)
+        uri = settings.sqlalchemy_uri
+        if settings.catalog_user and "@" not in uri and "://" in uri:
+            from urllib.parse import quote
+
+            scheme, rest = uri.split("://", 1)
+            cred = quote(settings.catalog_user, safe="")
+            if settings.catalog_password:
+                cred += ":" + quote(settings.catalog_password, safe="")
+            uri = f"{scheme}://{cred}@{rest}"
+        props.update(type="sql", uri=uri)
     elif settings.catalog_type in ("rest", "hive"):
         props.update(type=settings.catalog_type, uri=settings.catalog_uri_resolved)
     else:

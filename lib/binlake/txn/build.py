@@ -184,13 +184,15 @@ class GroupBuilder:
 
     # -- events ---------------------------------------------------------------------------
 
+    def note_format(self, server_version: str, flavor: str) -> None:
+        """The file's FDE (a reader of a byte range never yields it, so say it here)."""
+        self.old_server = flavor == "mysql" and server_version[:3] in (
+            "3.2", "4.0", "4.1", "5.0", "5.1", "5.2")
+
     def _classify(self, ev: Event) -> Boundary:
         code = ev.type_code
         if code == E.FORMAT_DESCRIPTION or code == E.START_V3:
-            v = ev.data.get("server_version") or ""
-            self.old_server = ev.data.get("flavor") == "mysql" and v[:3] in ("3.2", "4.0",
-                                                                              "4.1", "5.0",
-                                                                              "5.1", "5.2")
+            self.note_format(ev.data.get("server_version") or "", ev.data.get("flavor") or "")
         if code in IGNORED_EVENTS or code not in _KNOWN:
             return Boundary.IGNORE
         if code in GTID_EVENTS:
