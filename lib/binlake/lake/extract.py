@@ -90,6 +90,15 @@ def change_record(t: Transaction, c: RowChange, pk: list[str] | None,
     }
 
 
+def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | None,
+                 pk: list[str] | None) -> tuple[Any, ...]:
+    """The hot path of :func:`change_record`: the values in CHANGE_FIELDS order."""
+    order = c.order or (None, None, None)
+    return (txn_id, gtid, order[0], order[1], order[2], commit_us, c.db, c.table, c.op,
+            _json(c.before), _json(c.after), _pk(c, pk) if pk else None,
+            _inline(c.statement), c.statement_pos, c.file, c.pos, c.row)
+
+
 def _inline(text: str | None) -> str | None:
     if text is None or len(text) <= STATEMENT_INLINE:
         return text
@@ -103,13 +112,13 @@ def _commit_us(t: Transaction) -> int | None:
 
 
 def txn_record(t: Transaction) -> dict[str, Any]:
-    d = t.to_dict()
     counts = t.row_counts()
     xa = t.xa_xid
+    begin = t.prepare or t.part
     return {
         "txn_id": t.id, "gtid": t.gtid, "kind": t.kind, "status": t.status,
-        "begin_file": d["begin_file"], "begin_pos": d["begin_pos"], "end_file": d["end_file"],
-        "end_pos": d["end_pos"], "commit_us": _commit_us(t), "end_event": t.end_event,
+        "begin_file": begin.file, "begin_pos": begin.begin_pos, "end_file": t.part.file,
+        "end_pos": t.part.end_pos, "commit_us": _commit_us(t), "end_event": t.end_event,
         "xid": t.xid, "xa_format_id": xa.format_id if xa else None,
         "xa_gtrid": xa.gtrid if xa else None, "xa_bqual": xa.bqual if xa else None,
         "one_phase": t.one_phase,
@@ -125,9 +134,9 @@ def txn_record(t: Transaction) -> dict[str, Any]:
     }
 
 
-def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
+def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     """All records of one range (see the module doc)."""
-    out: list[tuple[str, dict[str, Any]]] = []
+    out: list[tuple[str, Any]] = []
     engines = EngineTracker(task.nontransactional)
     builder = GroupBuilder(engines)
     builder.begin_file(task.file, task.seq)
@@ -202,7 +211,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _statements(out: list[tuple[str, dict[str, Any]]], changes: list[RowChange],
+def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
                 seen: set[int]) -> None:
     for c in changes:
         if c.statement_pos is not None and c.statement is not None \
@@ -212,7 +221,7 @@ def _statements(out: list[tuple[str, dict[str, Any]]], changes: list[RowChange],
                                     "statement": c.statement}))
 
 
-def _emit(out: list[tuple[str, dict[str, Any]]], item: Transaction | XaMarker,
+def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
           statements_seen: set[int]) -> None:
     if isinstance(item, XaMarker):
@@ -240,12 +249,15 @@ def _emit(out: list[tuple[str, dict[str, Any]]], item: Transaction | XaMarker,
     info["transactions"] += 1
     out.append((TXN, txn_record(item)))
     txn_id = item.id
+    gtid = item.gtid
     commit_us = _commit_us(item)
+    n = 0
     for c in item.changes:
         if c.applied:
-            info["rows"] += 1
-            out.append((CHANGE, change_record(item, c, pks.get((c.db, c.table)), txn_id,
-                                              commit_us)))
+            n += 1
+            out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,
+                                             pks.get((c.db, c.table)))))
+    info["rows"] += n
 
 
 # -- Arrow transport (mapInArrow): records leave Python as columnar batches ------------------
@@ -276,48 +288,39 @@ def _arrow_schema() -> Any:
 
 
 def decode_tasks_arrow(batches: Any) -> Any:
-    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out."""
+    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  Rows are built
+    as tuples and transposed once per batch (zip(*rows)), not appended column by column."""
     import pyarrow as pa
 
     schema = _arrow_schema()
-    names = schema.names
+    types = [schema.field(i).type for i in range(len(schema))]
     dumps = orjson.dumps
-    for batch in batches:
-        for t in batch.to_pylist():
+    blank = (None,) * len(CHANGE_FIELDS)
+
+    def batch(rows: list[tuple[Any, ...]]) -> Any:
+        return pa.RecordBatch.from_arrays(
+            [pa.array(col, type=typ) for col, typ in zip(zip(*rows), types)], schema=schema)
+
+    for tasks in batches:
+        for t in tasks.to_pylist():
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
                              t["last_in_file"], tuple(t["nontransactional"] or ()))
-            cols: list[list[Any]] = [[] for _ in names]
-            kinds, metas = cols[0], cols[-1]
-            change_cols = cols[1:-1]
-            n = 0
+            rows: list[tuple[Any, ...]] = []
             size = 0
             for kind, rec in decode_range(task):
-                kinds.append(kind)
                 if kind == CHANGE:
-                    for col, name in zip(change_cols, _CHANGE_NAMES):
-                        col.append(rec[name])
-                    metas.append(None)
-                    size += len(rec["after"] or "") + len(rec["before"] or "")
+                    rows.append((kind, *rec, None))
+                    size += len(rec[9] or "") + len(rec[10] or "")
                 else:
-                    for col in change_cols:
-                        col.append(None)
                     m = dumps(rec, default=str).decode()
-                    metas.append(m)
+                    rows.append((kind, *blank, m))
                     size += len(m)
-                n += 1
-                if n >= _BATCH_ROWS or size >= _BATCH_BYTES:
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)],
-                        schema=schema)
-                    cols = [[] for _ in names]
-                    kinds, metas = cols[0], cols[-1]
-                    change_cols = cols[1:-1]
-                    n = 0
+                if len(rows) >= _BATCH_ROWS or size >= _BATCH_BYTES:
+                    yield batch(rows)
+                    rows = []
                     size = 0
-            if n:
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(c, type=schema.field(i).type) for i, c in enumerate(cols)],
-                    schema=schema)
+            if rows:
+                yield batch(rows)
 
 
 def meta_of(row: Any) -> dict[str, Any]:
