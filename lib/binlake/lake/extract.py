@@ -142,7 +142,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
-    seen_layouts: set[int] = set()
+    last_layout: dict[tuple[str, str], int] = {}  # (db, table) -> layout last emitted
     statements_seen: set[int] = set()
     info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
                             "start": task.start, "end": task.end, "events": 0,
@@ -180,9 +180,11 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                     key = (tm.db, tm.table)
                     names = tm.column_names
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
-                    layout = hash((tm.db, tm.table, tuple(c.key() for c in tm.columns)))
-                    if layout not in seen_layouts:
-                        seen_layouts.add(layout)
+                    layout = hash(tuple(c.key() for c in tm.columns))
+                    # Emit whenever the layout differs from the last one of this table (a
+                    # layout may come back: MODIFY b VARCHAR, then MODIFY b INT again).
+                    if last_layout.get(key) != layout:
+                        last_layout[key] = layout
                         out.append((TABLE, {"db": tm.db, "tbl": tm.table,
                                             "columns": [c.describe() for c in tm.columns],
                                             "primary_key": pks[key],

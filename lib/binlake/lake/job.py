@@ -76,6 +76,7 @@ class LoadSummary:
     seconds: float = 0.0
     bytes: int = 0
     ranges: int = 0
+    typed: dict[str, Any] = field(default_factory=dict)  # typed tables' report
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -85,7 +86,7 @@ class LoadSummary:
         return {"run_id": self.run_id, "source": self.source, "files": self.files,
                 "transactions": self.transactions, "rows": self.rows, "pending": self.pending,
                 "findings": self.findings, "seconds": self.seconds, "bytes": self.bytes,
-                "ranges": self.ranges}
+                "ranges": self.ranges, "typed": self.typed}
 
 
 # -- discovering input ------------------------------------------------------------------------
@@ -252,7 +253,7 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     except ModuleNotFoundError:  # typed tables not built yet
         typed = None
     if typed is not None and tables_seen:
-        typed.apply(spark, settings, tables_seen, run_id)
+        summary.typed = typed.apply(spark, settings, tables_seen, run_id)
 
     # Files last: a file's row says "loaded" only once its data is in.
     file_rows = _file_rows(files, ranges_info, failed, hashes, n_ranges, run_id, source)
@@ -513,6 +514,15 @@ def summary_text(s: LoadSummary) -> str:
                                                    sorted(s.transactions.items())))
     for t, n in sorted(s.rows.items()):
         lines.append(f"  rows {t}: {n}")
+    if s.typed:
+        merged = s.typed.get("rows_merged") or {}
+        skipped = s.typed.get("skipped") or {}
+        lines.append(f"typed tables: {merged.get('changelog', 0)} changelog rows, "
+                     f"{merged.get('mirror', 0)} mirror changes, "
+                     f"{len(s.typed.get('created') or [])} created, "
+                     f"{len(s.typed.get('evolved') or [])} evolved, {len(skipped)} skipped")
+        for table, why in sorted(skipped.items()):
+            lines.append(f"  skipped {table}: {why}")
     lines.append(f"pending XA: {len(s.pending)}")
     for p in s.pending:
         lines.append(f"  X'{p['xa_gtrid']}',X'{p['xa_bqual']}',{p['xa_format_id']} prepared at "
