@@ -84,3 +84,29 @@ def mariadb_factory(
 @pytest.fixture
 def fresh_mariadb(mariadb_factory: Callable[..., MariaDBServer]) -> MariaDBServer:
     return mariadb_factory()
+
+
+@pytest.fixture(scope="session")
+def spark_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """One local[2] Spark session with the Iceberg runtime, shared by the lake tests.
+
+    Lakes share it by catalog *name*: Spark binds a catalog name to the configuration it had
+    when first used, so give every lake its own ``catalog_name`` as well as its own
+    ``BINLAKE_HOME``, and call ``build_session(settings)`` once with its settings (that
+    registers the catalog on this session; see ``tests/test_lake_job.py``: ``make_lake``).
+    Skips when pyspark or the jars are missing.
+    """
+    pytest.importorskip("pyspark")
+    from binlake.config import load_settings
+    from binlake.lake.spark import SparkSetupError, build_session
+
+    boot = load_settings(env={"BINLAKE_HOME": str(tmp_path_factory.mktemp("spark-lake-boot")),
+                              "BINLAKE_CATALOG_NAME": "lake_boot"})
+    try:
+        spark = build_session(boot, app_name="binlake-tests", master="local[2]")
+    except SparkSetupError as exc:
+        pytest.skip(f"no Spark for the lake: {exc}")
+    try:
+        yield spark
+    finally:
+        spark.stop()

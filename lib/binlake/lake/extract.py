@@ -58,6 +58,7 @@ class RangeTask:
     index: int  # range index in its file
     last_in_file: bool
     nontransactional: tuple[str, ...] = ()
+    engines: tuple[tuple[str, bool], ...] = ()  # table engines from DDL before `start`
 
 
 @dataclass
@@ -134,10 +135,43 @@ def txn_record(t: Transaction) -> dict[str, Any]:
     }
 
 
+def engine_seeds(uris: list[str], starts: list[list[int]],
+                 seed: tuple[tuple[str, bool], ...] = ()) -> list[list[tuple[tuple[str, bool], ...]]]:
+    """Driver side: what the DDL says about table engines at each range start.
+
+    A range decoded alone would not see a ``CREATE TABLE ... ENGINE=MyISAM`` in an earlier
+    range or file, and would then undo that table's rows on ROLLBACK.  This scans only the
+    Query events of the files in order (row events are not decoded) and records the DDL state
+    at every start position.  ``seed`` is the state before the first file.
+    """
+    from ..txn.boundary import query_keyword
+
+    tracker = EngineTracker(seen_ddl=seed)
+    out: list[list[tuple[tuple[str, bool], ...]]] = []
+    ddl_words = ("CREATE", "ALTER", "DROP", "RENAME")
+    for uri, file_starts in zip(uris, starts):
+        pending = sorted(file_starts)
+        states: dict[int, tuple[tuple[str, bool], ...]] = {}
+        try:
+            for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED},
+                                   verify_checksums=False):
+                while pending and ev.pos >= pending[0]:
+                    states[pending.pop(0)] = tracker.ddl_state()
+                q = ev.data.get("query")
+                if q and query_keyword(q) in ddl_words:
+                    tracker.observe_ddl(ev.data.get("db") or None, q)
+        except BinlogError:
+            pass  # the decode of the range reports it
+        for p in pending:
+            states[p] = tracker.ddl_state()
+        out.append([states[p] for p in file_starts])
+    return out
+
+
 def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     """All records of one range (see the module doc)."""
     out: list[tuple[str, Any]] = []
-    engines = EngineTracker(task.nontransactional)
+    engines = EngineTracker(task.nontransactional, seen_ddl=task.engines)
     builder = GroupBuilder(engines)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
@@ -174,6 +208,10 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
             if ev.error is not None:
                 out.append((FINDING, {"kind": ev.error.kind, "file": task.file,
                                       "pos": ev.pos, "message": str(ev.error)}))
+                if info["error"] is None:  # a damaged event fails its file (nothing lands)
+                    info["error"] = str(ev.error)
+                    info["error_offset"] = ev.error.offset
+                    info["error_kind"] = ev.error.kind
             if ev.type_code == E.TABLE_MAP:
                 tm = ev.data.get("_table_map")
                 if tm is not None:
@@ -193,9 +231,10 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
             for item in builder.feed(ev):
                 _emit(out, item, pks, info, statements_seen)
     except BinlogError as exc:
-        info["error"] = str(exc)
-        info["error_offset"] = exc.offset
-        info["error_kind"] = "truncated" if isinstance(exc, TruncatedError) else exc.kind
+        if info["error"] is None:
+            info["error"] = str(exc)
+            info["error_offset"] = exc.offset
+            info["error_kind"] = "truncated" if isinstance(exc, TruncatedError) else exc.kind
     builder.end_file(may_be_open=task.last_in_file, end_offset=reader.end_offset)
     for f in builder.findings:
         out.append((FINDING, {"kind": f.kind, "file": f.file, "pos": f.pos,
@@ -205,6 +244,8 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                               "pos": t.part.begin_pos, "severity": "error",
                               "message": f"transaction at {t.part.begin_pos} never ended"}))
     info["end_offset"] = reader.end_offset
+    if task.index == 0 and reader.fde is not None and task.start > 4:
+        info["events"] += 1  # the file's FDE: read by every range, counted once
     if reader.fde is not None:  # every range reads the FDE first, whatever its start
         info["fde"] = {"server_version": reader.fde.server_version, "flavor": reader.fde.flavor,
                        "checksum_alg": reader.fde.to_dict()["checksum_alg"],
@@ -227,6 +268,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
           statements_seen: set[int]) -> None:
     if isinstance(item, XaMarker):
+        info["transactions"] += 1  # the XA it decides is a transaction ending in this file
         out.append((XA_END, {"xa_format_id": item.xid.format_id, "xa_gtrid": item.xid.gtrid,
                              "xa_bqual": item.xid.bqual, "commit": item.commit,
                              "part": item.part.to_dict(), "end_event": item.end_event,
@@ -244,7 +286,10 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
             "prepare_file": item.part.file, "prepare_gtid": item.part.gtid,
             "prepared_ts": item.part.timestamp, "rows": len(item.changes),
             "state": dump_pending([item]),
-            "pks": orjson.dumps({f"{k[0]}.{k[1]}": v for k, v in pks.items()}).decode(),
+            # the primary keys of the tables this XA changed (not whatever the range saw)
+            "pks": orjson.dumps({f"{c.db}.{c.table}": pks.get((c.db, c.table))
+                                 for c in item.changes},
+                                option=orjson.OPT_SORT_KEYS).decode(),
         }))
         return
     assign_order(item)
@@ -276,7 +321,7 @@ CHANGE_FIELDS: list[tuple[str, str]] = [
 WIDE_FIELDS: list[tuple[str, str]] = [("kind", "string"), *CHANGE_FIELDS, ("meta", "string")]
 WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)
 TASK_SCHEMA = ("uri STRING, file STRING, seq INT, start BIGINT, `end` BIGINT, `index` INT, "
-               "last_in_file BOOLEAN, nontransactional ARRAY<STRING>")
+               "last_in_file BOOLEAN, nontransactional ARRAY<STRING>, engines ARRAY<STRING>")
 _BATCH_ROWS = 8192
 _BATCH_BYTES = 32 << 20  # also cut a batch at ~32 MB of text (Arrow buffers stay small)
 _CHANGE_NAMES = [n for n, _ in CHANGE_FIELDS]
@@ -305,8 +350,10 @@ def decode_tasks_arrow(batches: Any) -> Any:
 
     for tasks in batches:
         for t in tasks.to_pylist():
+            engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
+                            for e in (t["engines"] or ()))
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
-                             t["last_in_file"], tuple(t["nontransactional"] or ()))
+                             t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
             rows: list[tuple[Any, ...]] = []
             size = 0
             for kind, rec in decode_range(task):

@@ -153,7 +153,8 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     tasks: list[X.RangeTask] = []
     failed: dict[str, str] = {}
     n_ranges: dict[str, int] = {}
-    for i, f in enumerate(files):
+    planned: list[tuple[BinlogFile, list[Any]]] = []
+    for f in files:
         try:
             ranges = split_file(f.uri, target_bytes=settings.split_bytes,
                                 min_bytes=min(1 << 20, settings.split_bytes))
@@ -162,10 +163,15 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
             n_ranges[f.name] = 0
             continue
         n_ranges[f.name] = len(ranges)
+        planned.append((f, ranges))
+    # Table engines from the DDL before each range (a range alone would not see it).
+    seeds = X.engine_seeds([f.uri for f, _ in planned],
+                           [[r.start for r in ranges] for _, ranges in planned])
+    for (f, ranges), file_seeds in zip(planned, seeds):
         for k, r in enumerate(ranges):
             tasks.append(X.RangeTask(f.uri, f.name, f.seq, r.start, r.end, k,
-                                     i == len(files) - 1 and k == len(ranges) - 1,
-                                     tuple(settings.nontransactional)))
+                                     f is files[-1] and k == len(ranges) - 1,
+                                     tuple(settings.nontransactional), file_seeds[k]))
     summary.ranges = len(tasks)
     hashes = dict(zip([f.name for f in files], sc.parallelize(
         [f.uri for f in files], max(1, len(files))).map(_sha256).collect()))
@@ -176,7 +182,8 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     from pyspark.sql import functions as F
 
     task_rows = [(t.uri, t.file, t.seq, t.start, t.end, t.index, t.last_in_file,
-                  list(t.nontransactional)) for t in tasks]
+                  list(t.nontransactional), [f"{n}={int(v)}" for n, v in t.engines])
+                 for t in tasks]
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
     records = tasks_df.mapInArrow(X.decode_tasks_arrow, X.WIDE_SCHEMA)

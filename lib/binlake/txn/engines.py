@@ -69,11 +69,17 @@ def statement_target(db: str | None, query: str) -> str | None:
 
 class EngineTracker:
     def __init__(self, nontransactional: Iterable[str] = (),
-                 transactional: Iterable[str] = ()) -> None:
+                 transactional: Iterable[str] = (),
+                 seen_ddl: Iterable[tuple[str, bool]] = ()) -> None:
         self._configured: dict[str, bool] = {t: False for t in nontransactional}
         self._configured.update({t: True for t in transactional})
-        self._ddl: dict[str, bool] = {}
+        # engines from DDL before the events this tracker will see (a byte range's start)
+        self._ddl: dict[str, bool] = dict(seen_ddl)
         self._learned: dict[str, bool] = {}
+
+    def ddl_state(self) -> tuple[tuple[str, bool], ...]:
+        """What the DDL seen so far says (to seed the tracker of a later byte range)."""
+        return tuple(sorted(self._ddl.items()))
 
     def is_transactional(self, table: str) -> bool | None:
         """True/False when known, None when nothing says (callers assume transactional)."""

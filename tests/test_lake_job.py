@@ -1,0 +1,1071 @@
+"""The lake job end to end: real binlogs of a real MariaDB server, through Spark, into Iceberg.
+
+One private MariaDB server runs the all-types workload (``tests/workloads.py``: every column
+type, 260 columns, MINIMAL/NOBLOB images, 3 MiB values, compressed events, statement format)
+and then every transaction scenario of ``tests/txn_workloads.py`` (XA across rotations, XA
+ROLLBACK in a later file, interleaved XA with one left prepared, binary XIDs, mixed
+InnoDB/MyISAM/Aria, savepoints, statement format, DDL), FLUSH BINARY LOGS between them.  The
+files (the newest one still open, as an archiver would see it) are copied and loaded with
+``run_load`` on one shared local[2] Spark session (``spark_lake`` in conftest); every lake has
+its own ``BINLAKE_HOME`` and catalog name.
+
+What the core tables must hold, and against what:
+
+* ``row_changes``: exactly the applied row changes of the transaction layer's own result over
+  the same files (``build_transactions``), at the same order keys; replaying them in order-key
+  order gives the server's own final ``SELECT *`` (the workloads' truth);
+* ``transactions``: the decided transactions of ``build_transactions``, field by field;
+  ``xa_prepares`` every PREPARE group; ``xa_pending`` what ``XA RECOVER`` said;
+* ``files``: one row per file, ``sha256``/``size`` of the bytes, GTIDs and timestamps as the
+  transaction layer read them, ``closed_cleanly`` for all but the open newest file;
+* the same content whatever the split into byte ranges, and whatever the split into runs
+  (XA PREPARE and COMMIT in different runs); a rerun and a backfill change nothing but
+  ``files.run_id``/``loaded_at`` and ``xa_pending.run_id`` (rewritten by every load);
+* a damaged file is ``failed`` in ``files`` with its error and offset, contributes nothing,
+  and the other files land as if it were absent; ``binlake load`` exits 1;
+* MySQL 8 files of ../shared/corpus (TRANSACTION_PAYLOAD, PARTIAL_UPDATE_ROWS, GTIDs, a file
+  name without a sequence number), each under its own ``source`` label.
+
+The typed per-table tables (``lib/binlake/lake/typed.py``) are another suite's subject
+(tests/test_lake_typed.py): here they are switched off, which keeps every load here at
+seconds instead of a minute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .corpus import CORPUS, MANIFEST, require_corpus
+from .txn_workloads import Truth, run_all
+from .workloads import DB as WL_DB
+from .workloads import FULL_IMAGE_TABLES, STATEMENT_LOGGED_IDS, run_all_types
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
+
+pytest.importorskip("pyspark")
+
+XA_PREPARED = "xa_prepared"
+STATEMENT_INLINE = 1024  # docs/lake.md: row_changes.statement is cut at 1,024 characters
+IGNORED = frozenset({"run_id", "loaded_at"})  # differ between loads by design
+TIMINGS: dict[str, float] = {}
+
+
+# -- the workload --------------------------------------------------------------------------------
+
+
+@dataclass
+class Workload:
+    dir: Path  # copies of the binlog files, the newest one still open (in use)
+    files: list[Path]  # in server order
+    truth: Truth  # txn_workloads: the server's record of transactions, final state, XA RECOVER
+    all_types: dict[str, Any]  # workloads.run_all_types: contract state of the wl.* tables
+    built: Any  # binlake.txn.build.build_transactions(files)
+
+    @property
+    def names(self) -> list[str]:
+        return [f.name for f in self.files]
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> Workload:
+    from binlake.devserver import MariaDBServer, ServerError, free_port
+    from binlake.txn.build import build_transactions
+
+    t0 = time.monotonic()
+    base = tmp_path_factory.mktemp("lake-job-srv")
+    srv = None
+    for attempt in range(3):
+        srv = MariaDBServer(base / f"s{attempt}", port=free_port())
+        srv.init(template=mariadb_template)
+        try:
+            srv.start()
+            break
+        except ServerError as exc:
+            srv.kill()
+            if "already in use" not in str(exc) or attempt == 2:
+                raise
+    assert srv is not None
+    out = tmp_path_factory.mktemp("lake-job-binlogs")
+    try:
+        first = srv.current_binlog_file()
+        all_types = run_all_types(srv)
+        srv.flush_binary_logs()
+        truth = run_all(srv)
+        written = srv.binlog_files()
+        for f in written[written.index(first):]:  # the open newest file too
+            shutil.copyfile(f, out / f.name)
+    finally:
+        srv.stop(timeout=30)
+    files = sorted(out.iterdir())
+    built = build_transactions([str(f) for f in files])
+    TIMINGS["workload"] = time.monotonic() - t0
+    return Workload(out, files, truth, all_types, built)
+
+
+# -- Spark and lakes -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark(spark_lake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The shared session, typed tables switched off for this module (see the module doc)."""
+    if spark_lake.sparkContext._jsc is None:  # another module stopped the shared session
+        from binlake.config import load_settings
+        from binlake.lake.spark import build_session
+
+        home = tmp_path_factory.mktemp("lake-reboot")
+        spark_lake = build_session(load_settings(env={"BINLAKE_HOME": str(home),
+                                                      "BINLAKE_CATALOG_NAME": "lake_reboot"}),
+                                   master="local[2]")
+    try:
+        import binlake.lake.typed as typed
+    except ImportError:  # not built (yet): the job skips them itself
+        typed = None
+    with pytest.MonkeyPatch.context() as mp:
+        if typed is not None:
+            mp.setattr(typed, "apply", lambda *a, **k: None)
+        yield spark_lake
+    print("\ntest_lake_job timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in TIMINGS.items()))
+
+
+def make_lake(spark: Any, base: Path, name: str, **overrides: Any) -> Any:
+    """Settings of a fresh lake: its own home and its own catalog name, registered on the
+    shared session."""
+    from binlake.config import load_settings
+    from binlake.lake.spark import build_session
+
+    settings = load_settings(env={"BINLAKE_HOME": str(base / name),
+                                  "BINLAKE_CATALOG_NAME": f"lake_{name}"}, **overrides)
+    build_session(settings, master="local[2]")
+    return settings
+
+
+def load(spark: Any, settings: Any, sources: Iterable[Any], run_id: str) -> Any:
+    from binlake.lake.job import run_load
+
+    t0 = time.monotonic()
+    summary = run_load(spark, settings, [str(s) for s in sources], run_id=run_id)
+    TIMINGS[f"load {run_id}"] = time.monotonic() - t0
+    return summary
+
+
+def core_tables() -> list[str]:
+    from binlake.lake.tables import DDL
+
+    return list(DDL)
+
+
+def read_table(spark: Any, settings: Any, table: str, *, source: str | None = None
+               ) -> list[dict[str, Any]]:
+    """Every row as a dict; timestamps as epoch microseconds, arrays as lists."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
+    df = spark.table(settings.table(table))
+    if source is not None:
+        df = df.where(F.col("source") == source)
+    cols = [F.unix_micros(F.col(f.name)).alias(f.name)
+            if isinstance(f.dataType, (TimestampType, TimestampNTZType)) else F.col(f.name)
+            for f in df.schema.fields]
+    return [r.asDict(recursive=True) for r in df.select(*cols).collect()]
+
+
+def _frozen(row: dict[str, Any], drop: Iterable[str] = ()) -> tuple[Any, ...]:
+    skip = set(drop)
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                        for k, v in row.items() if k not in skip))
+
+
+def _xa_tables_pks(row: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an ``xa_prepares`` row whose ``pks`` keeps only the tables the prepared XA
+    changed, in sorted order: what it holds beyond them is whatever Table_maps the decode
+    range happened to see before the PREPARE (see test_xa_prepares_pks_independent_of_ranges).
+    """
+    from binlake.txn.xa import load_pending
+
+    if row.get("pks") is None or row.get("state") is None:
+        return row
+    touched = {f"{c.db}.{c.table}" for t in load_pending(row["state"]) for c in t.changes}
+    pks = json.loads(row["pks"])
+    return {**row, "pks": json.dumps({k: pks[k] for k in sorted(pks) if k in touched})}
+
+
+def frozen(raw: dict[str, list[dict[str, Any]]], drop: dict[str, set[str]] | None = None,
+           xa_pks: bool = True) -> dict[str, Counter[tuple[Any, ...]]]:
+    """Tables as multisets of rows, without the ``drop[table]`` columns (default: run_id and
+    loaded_at); ``xa_pks``: ``xa_prepares.pks`` narrowed (``_xa_tables_pks``)."""
+    drop = drop or {}
+    return {t: Counter(_frozen(_xa_tables_pks(r) if t == "xa_prepares" and xa_pks else r,
+                               drop.get(t, IGNORED)) for r in rows)
+            for t, rows in raw.items()}
+
+
+def read_all(spark: Any, settings: Any, source: str | None = None
+             ) -> dict[str, list[dict[str, Any]]]:
+    return {t: read_table(spark, settings, t, source=source) for t in core_tables()}
+
+
+def snapshot(spark: Any, settings: Any, drop: dict[str, set[str]] | None = None
+             ) -> dict[str, Counter[tuple[Any, ...]]]:
+    """Every core table of a lake (see ``frozen``)."""
+    return frozen(read_all(spark, settings), drop)
+
+
+def _short(row: tuple[Any, ...]) -> str:
+    return "{" + ", ".join(f"{k}: {str(v)[:120]!r}" for k, v in row) + "}"
+
+
+def diff(a: dict[str, Counter[Any]], b: dict[str, Counter[Any]], what: str = "") -> str:
+    """'' when equal, else the first differences per table."""
+    lines = []
+    for t in sorted(set(a) | set(b)):
+        ca, cb = a.get(t, Counter()), b.get(t, Counter())
+        if ca == cb:
+            continue
+        only_a, only_b = list((ca - cb).elements()), list((cb - ca).elements())
+        lines.append(f"{what}{t}: {len(only_a)} row(s) only left, {len(only_b)} only right")
+        lines += [f"   left:  {_short(r)}" for r in sorted(only_a, key=repr)[:4]]
+        lines += [f"   right: {_short(r)}" for r in sorted(only_b, key=repr)[:4]]
+    return "\n".join(lines)
+
+
+# -- expectations from the transaction layer -----------------------------------------------------
+
+
+def _commit_us(part: Any) -> int | None:
+    if part.commit_ts_us is not None:
+        return int(part.commit_ts_us)
+    return int(part.timestamp) * 1_000_000 if part.timestamp is not None else None
+
+
+def _inline(text: str | None) -> str | None:
+    if text is None or len(text) <= STATEMENT_INLINE:
+        return text
+    return text[:STATEMENT_INLINE] + "\u2026"
+
+
+def expected_changes(built: Any) -> dict[tuple[int, int, int], dict[str, Any]]:
+    """Applied row changes of the decided transactions, by order key, as row_changes columns
+    (before/after parsed; pk left out: see ``check_pk``)."""
+    out: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for t in built.transactions:
+        if t.status == XA_PREPARED:
+            continue
+        for c in t.changes:
+            if not c.applied:
+                continue
+            assert c.order is not None and c.order not in out, (t.id, c.order)
+            out[c.order] = {
+                "txn_id": t.id, "gtid": t.gtid, "commit_ts": _commit_us(t.part), "db": c.db,
+                "tbl": c.table, "op": c.op, "before": c.before, "after": c.after,
+                "statement": _inline(c.statement), "statement_pos": c.statement_pos,
+                "file": c.file, "pos": c.pos, "row": c.row,
+            }
+    return out
+
+
+def stored_changes(rows: list[dict[str, Any]]) -> dict[tuple[int, int, int], dict[str, Any]]:
+    out: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for r in rows:
+        key = (r["order_seq"], r["order_pos"], r["order_idx"])
+        assert key not in out, f"order key {key} twice in row_changes"
+        d = {k: v for k, v in r.items()
+             if k not in ("source", "run_id", "order_seq", "order_pos", "order_idx", "pk")}
+        d["before"] = json.loads(r["before"]) if r["before"] is not None else None
+        d["after"] = json.loads(r["after"]) if r["after"] is not None else None
+        out[key] = d
+    return out
+
+
+def compare_changes(expected: dict[Any, dict[str, Any]], got: dict[Any, dict[str, Any]]) -> str:
+    lines = []
+    missing = sorted(set(expected) - set(got))
+    extra = sorted(set(got) - set(expected))
+    if missing:
+        lines.append(f"{len(missing)} change(s) missing from row_changes, e.g. "
+                     + "; ".join(f"{k} {expected[k]['db']}.{expected[k]['tbl']} "
+                                 f"{expected[k]['op']} txn {expected[k]['txn_id']}"
+                                 for k in missing[:5]))
+    if extra:
+        lines.append(f"{len(extra)} unexpected change(s) in row_changes, e.g. "
+                     + "; ".join(f"{k} {got[k]['db']}.{got[k]['tbl']} {got[k]['op']} "
+                                 f"txn {got[k]['txn_id']}" for k in extra[:5]))
+    bad = 0
+    for k in sorted(set(expected) & set(got)):
+        e, g = expected[k], got[k]
+        cols = [c for c in e if e[c] != g.get(c)]
+        if cols:
+            bad += 1
+            if bad <= 8:
+                lines.append(f"{k} {e['db']}.{e['tbl']} {e['op']}: " + ", ".join(
+                    f"{c}: {str(g.get(c))[:100]!r} != expected {str(e[c])[:100]!r}"
+                    for c in cols))
+    if bad > 8:
+        lines.append(f"... {bad} changes differ in all")
+    return "\n".join(lines)
+
+
+def check_pk(rows: list[dict[str, Any]], pk_columns: dict[str, list[str]] | None) -> list[str]:
+    """docs/lake.md: ``pk`` is the JSON object of the primary-key columns of the after image
+    (the before image for a delete), null when the image lacks a key column.  With
+    ``pk_columns`` ("db.tbl" -> key columns) the exact value; otherwise consistency only."""
+    problems = []
+    for r in rows:
+        img = json.loads(r["after"] if r["op"] != "delete" else r["before"])
+        got = json.loads(r["pk"]) if r["pk"] is not None else None
+        table = f"{r['db']}.{r['tbl']}"
+        if pk_columns is not None:
+            cols = pk_columns[table]
+            want = {c: img[c] for c in cols} if all(c in img for c in cols) else None
+        else:
+            want = got if got is None or all(img.get(k) == v for k, v in got.items()) else "?"
+        if got != want:
+            problems.append(f"{table} {r['op']} at {(r['order_seq'], r['order_pos'])}: "
+                            f"pk {got} != {want}")
+    return problems
+
+
+def expected_transactions(built: Any) -> dict[tuple[int, int], dict[str, Any]]:
+    out = {}
+    for t in built.transactions:
+        if t.status == XA_PREPARED:
+            continue
+        counts = t.row_counts()
+        begin = t.prepare or t.part
+        xa = t.xa_xid
+        out[(t.part.seq, t.part.end_pos)] = {
+            "txn_id": t.id, "gtid": t.gtid, "kind": t.kind, "status": t.status,
+            "begin_file": begin.file, "begin_pos": begin.begin_pos, "end_file": t.part.file,
+            "end_pos": t.part.end_pos, "commit_ts": _commit_us(t.part),
+            "end_event": t.end_event, "xid": t.xid,
+            "xa_format_id": xa.format_id if xa else None, "xa_gtrid": xa.gtrid if xa else None,
+            "xa_bqual": xa.bqual if xa else None, "one_phase": t.one_phase,
+            "prepare_file": t.prepare.file if t.prepare else None,
+            "prepare_pos": t.prepare.begin_pos if t.prepare else None,
+            "prepare_gtid": t.prepare.gtid if t.prepare else None,
+            "inserts": sum(v["insert"] for v in counts.values()),
+            "updates": sum(v["update"] for v in counts.values()),
+            "deletes": sum(v["delete"] for v in counts.values()),
+            "tables": sorted(counts), "nontransactional": t.nontransactional,
+            "statements": list(t.statements) or None,
+        }
+    return out
+
+
+def compare_transactions(expected: dict[Any, dict[str, Any]], rows: list[dict[str, Any]]
+                         ) -> str:
+    got = {}
+    for r in rows:
+        key = (r["order_seq"], r["order_pos"])
+        assert key not in got, f"transaction key {key} twice"
+        got[key] = {k: v for k, v in r.items()
+                    if k not in ("source", "run_id", "order_seq", "order_pos")}
+    lines = []
+    for k in sorted(set(expected) - set(got))[:8]:
+        lines.append(f"missing {k}: {expected[k]['txn_id']} {expected[k]['status']}")
+    for k in sorted(set(got) - set(expected))[:8]:
+        lines.append(f"unexpected {k}: {got[k]['txn_id']} {got[k]['status']}")
+    for k in sorted(set(expected) & set(got)):
+        e, g = expected[k], got[k]
+        cols = [c for c in e if e[c] != g.get(c)]
+        if cols:
+            lines.append(f"{k} {e['txn_id']}: " + ", ".join(
+                f"{c}: {str(g.get(c))[:80]!r} != expected {str(e[c])[:80]!r}" for c in cols))
+    return "\n".join(lines[:30])
+
+
+def expected_prepares(built: Any) -> dict[tuple[int, int], dict[str, Any]]:
+    """Every XA PREPARE group: of the decided XAs and of the ones still pending."""
+    out = {}
+    for t in built.transactions:
+        if t.kind != "xa" or (t.prepare is None and t.status != XA_PREPARED):
+            continue
+        p = t.prepare if t.status != XA_PREPARED else t.part
+        out[(p.seq, p.begin_pos)] = {
+            "xa_format_id": t.xa_xid.format_id, "xa_gtrid": t.xa_xid.gtrid,
+            "xa_bqual": t.xa_xid.bqual, "prepare_end_pos": p.end_pos, "prepare_file": p.file,
+            "prepare_gtid": p.gtid, "rows": len(t.changes),
+            "prepared_ts": p.timestamp * 1_000_000 if p.timestamp is not None else None,
+        }
+    return out
+
+
+def replay(rows: list[dict[str, Any]], renames: dict[str, str]
+           ) -> tuple[dict[str, dict[Any, dict[str, Any]]], list[tuple[str, str]]]:
+    """Apply row_changes in order-key order by primary key ``id`` (every workload table has
+    it), from the ``before``/``after`` JSON; problems as (table, message)."""
+    problems: list[tuple[str, str]] = []
+    state: dict[str, dict[Any, dict[str, Any]]] = {}
+    for r in sorted(rows, key=lambda r: (r["order_seq"], r["order_pos"], r["order_idx"])):
+        table = renames.get(f"{r['db']}.{r['tbl']}", f"{r['db']}.{r['tbl']}")
+        cur = state.setdefault(table, {})
+        before = json.loads(r["before"]) if r["before"] is not None else None
+        after = json.loads(r["after"]) if r["after"] is not None else None
+        row: dict[str, Any] = {}
+        if r["op"] in ("update", "delete"):
+            old = cur.pop(before["id"], None)
+            if old is None:
+                problems.append((table, f"{r['op']} of missing id {before['id']}"))
+            else:
+                row = old
+        if r["op"] in ("insert", "update"):
+            row = {**row, **after}
+            if row["id"] in cur:
+                problems.append((table, f"{r['op']} onto existing id {row['id']}"))
+            cur[row["id"]] = row
+    return state, problems
+
+
+def same_rows(table: str, got: dict[Any, dict[str, Any]], want: list[dict[str, Any]],
+              skip_ids: set[Any] = frozenset()) -> list[str]:
+    expected = {r["id"]: r for r in want if r["id"] not in skip_ids}
+    if sorted(got) != sorted(expected):
+        return [f"{table}: ids {sorted(got)[:20]} != server {sorted(expected)[:20]}"]
+    out = []
+    for pk, row in expected.items():
+        for col, w in row.items():
+            g = got[pk].get(col)
+            if isinstance(g, float) and isinstance(w, float) and math.isclose(g, w, rel_tol=1e-6):
+                continue  # FLOAT columns: the server's text is rounded
+            if g != w:
+                out.append(f"{table} id={pk} {col}: replayed {str(g)[:80]!r} != server "
+                           f"{str(w)[:80]!r}")
+    return out
+
+
+def file_infos(built: Any) -> dict[str, Any]:
+    return {i.name: i for i in built.files}
+
+
+# -- one run over everything -----------------------------------------------------------------------
+
+
+@dataclass
+class Lake:
+    settings: Any
+    summary: Any
+    raw: dict[str, list[dict[str, Any]]]  # every core table, every column, after the load
+
+    @property
+    def snap(self) -> dict[str, Counter[Any]]:
+        return frozen(self.raw)
+
+
+@pytest.fixture(scope="module")
+def one_run(spark: Any, workload: Workload, tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    """Every file in one load, one byte range per file (the default split_bytes)."""
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "all")
+    summary = load(spark, settings, [workload.dir], "all-1")
+    return Lake(settings, summary, read_all(spark, settings))
+
+
+@pytest.fixture(scope="module")
+def small_ranges(spark: Any, workload: Workload, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Lake:
+    """Every file in one load, cut into ranges of about 1 KiB: below the configurable minimum
+    (65536) on purpose, the workload's transaction files are a few KiB each; this puts XA
+    PREPAREs and their COMMITs of one file in different ranges (mariadb-bin.000008, .000010
+    in this workload)."""
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "small")
+    settings = dataclasses.replace(settings, split_bytes=1024)
+    summary = load(spark, settings, [workload.dir], "small-1")
+    return Lake(settings, summary, read_all(spark, settings))
+
+
+def test_workload(workload: Workload) -> None:
+    assert len(workload.files) >= 7
+    assert workload.built.files[-1].in_use, "the newest file should still be open"
+    assert not [str(f) for f in workload.built.findings if f.severity == "error"]
+    assert [e.label for e in workload.truth.pending] == ["b prepared first"]
+
+
+def test_one_run_summary(one_run: Lake, workload: Workload) -> None:
+    s = one_run.summary
+    assert s.run_id == "all-1" and s.source == "default"
+    assert [f["file"] for f in s.files] == workload.names
+    assert not s.failed, s.failed
+    assert s.bytes == sum(f.stat().st_size for f in workload.files)
+    assert s.ranges >= len(workload.files)
+    decided = Counter(t.status for t in workload.built.transactions if t.status != XA_PREPARED)
+    assert s.transactions == dict(decided)
+    rows = Counter(f"{c['db']}.{c['tbl']}" for c in expected_changes(workload.built).values())
+    assert s.rows == dict(rows)
+    assert [(p["xa_format_id"], p["xa_gtrid"], p["xa_bqual"]) for p in s.pending] == [
+        r["key"] for r in workload.truth.xa_recover]
+    assert not [f for f in s.findings if f.get("severity", "error") == "error"], s.findings
+
+
+def test_row_changes_equal_transaction_layer(one_run: Lake, workload: Workload) -> None:
+    rows = one_run.raw["row_changes"]
+    expected = expected_changes(workload.built)
+    report = compare_changes(expected, stored_changes(rows))
+    assert not report, report
+    # per table and operation, as counted by the transaction layer
+    per_table: Counter[tuple[str, str, str]] = Counter(
+        (e["db"], e["tbl"], e["op"]) for e in expected.values())
+    assert Counter((r["db"], r["tbl"], r["op"]) for r in rows) == per_table
+    # every workload table's primary key is `id`
+    problems = check_pk(rows, {t: ["id"] for t in {f"{r['db']}.{r['tbl']}" for r in rows}})
+    assert not problems, "\n".join(problems[:10])
+
+
+def test_row_changes_replay_to_server_state(one_run: Lake, workload: Workload) -> None:
+    truth = workload.truth
+    state, replayed = replay(one_run.raw["row_changes"], truth.renames)
+    compared = truth.row_tables | {f"{WL_DB}.{t}" for t in FULL_IMAGE_TABLES}
+    problems = [f"{t}: {m}" for t, m in replayed if t in compared]
+    assert truth.row_tables
+    for table in sorted(truth.row_tables):
+        problems += same_rows(table, state.get(table, {}), truth.state[table])
+    contract = workload.all_types["contract"]
+    for t in FULL_IMAGE_TABLES:
+        name = f"{WL_DB}.{t}"
+        problems += same_rows(name, state.get(name, {}), contract[name],
+                              STATEMENT_LOGGED_IDS.get(t, set()))
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_statements_table(one_run: Lake, workload: Workload) -> None:
+    stored = {(r["file"], r["pos"]): r["statement"] for r in one_run.raw["statements"]}
+    want = {}
+    for t in workload.built.transactions:
+        for c in t.changes:
+            if c.statement is not None and c.statement_pos is not None:
+                want[(c.file, c.statement_pos)] = c.statement
+    # the texts of applied changes at least; undone or pending changes' texts may be there too
+    applied = {(e["file"], e["statement_pos"]) for e in expected_changes(workload.built).values()
+               if e["statement_pos"] is not None}
+    assert applied <= set(stored)
+    assert set(stored) <= set(want)
+    wrong = [k for k in stored if stored[k] != want[k]]
+    assert not wrong, wrong[:5]
+    assert any(len(v) > STATEMENT_INLINE for v in stored.values())  # the 3 MiB LONGBLOB insert
+
+
+def test_transactions_equal_transaction_layer(one_run: Lake, workload: Workload) -> None:
+    report = compare_transactions(expected_transactions(workload.built),
+                                  one_run.raw["transactions"])
+    assert not report, report
+
+
+def test_xa_prepares_and_pending(one_run: Lake, workload: Workload) -> None:
+    built, truth = workload.built, workload.truth
+    got = {(r["prepare_seq"], r["prepare_pos"]): {k: r[k] for k in (
+        "xa_format_id", "xa_gtrid", "xa_bqual", "prepare_end_pos", "prepare_file",
+        "prepare_gtid", "rows", "prepared_ts")} for r in one_run.raw["xa_prepares"]}
+    assert got == expected_prepares(built)
+    pending = sorted(one_run.raw["xa_pending"], key=lambda r: (r["prepare_seq"],
+                                                               r["prepare_pos"]))
+    assert [(r["xa_format_id"], r["xa_gtrid"], r["xa_bqual"]) for r in pending] == [
+        r["key"] for r in truth.xa_recover]
+    for r, e, t in zip(pending, truth.pending, built.pending):
+        # where the server says it prepared it, and what binlake's own reading says
+        assert (r["prepare_file"], r["prepare_gtid"]) == (e.prepare_file, e.prepare_gtid)
+        assert r["rows"] == len(e.applied) == len(t.changes)
+        assert (r["prepare_seq"], r["prepare_pos"]) == (t.part.seq, t.part.begin_pos)
+        assert r["as_of_file"] == workload.names[-1]
+        assert r["age_seconds"] == t.age_seconds
+        assert r["run_id"] == "all-1"
+
+
+def test_files_table(one_run: Lake, workload: Workload) -> None:
+    rows = {r["file"]: r for r in one_run.raw["files"]}
+    assert sorted(rows) == workload.names
+    infos = file_infos(workload.built)
+    for n, path in enumerate(workload.files):
+        r, info = rows[path.name], infos[path.name]
+        data = path.read_bytes()
+        newest = n == len(workload.files) - 1
+        assert r["source"] == "default"
+        assert r["status"] == "loaded" and r["error"] is None and r["error_offset"] is None
+        assert r["sha256"] == hashlib.sha256(data).hexdigest()
+        assert r["size"] == len(data)
+        assert r["uri"] == str(path)
+        assert r["seq"] == int(path.name.rsplit(".", 1)[1])
+        assert (r["server_version"], r["flavor"], r["checksum_alg"]) == (
+            info.server_version, info.flavor, info.checksum_alg)
+        assert r["in_use"] is newest
+        assert r["closed_cleanly"] is (not newest), path.name
+        assert (r["first_gtid"], r["last_gtid"]) == (info.first_gtid, info.last_gtid)
+        assert (r["first_ts"], r["last_ts"]) == (info.first_timestamp * 1_000_000,
+                                                 info.last_timestamp * 1_000_000)
+        assert r["ranges"] >= 1
+        assert r["run_id"] == "all-1" and r["loaded_at"] is not None
+
+
+def test_files_event_counts(one_run: Lake, workload: Workload) -> None:
+    """``files.events``: every event of the file, its Format_description included (the
+    transaction layer's count; the corpus MANIFEST's scanner counts the same way)."""
+    got = {r["file"]: r["events"] for r in one_run.raw["files"]}
+    assert got == {i.name: i.events for i in workload.built.files}
+
+
+def test_files_row_change_counts(one_run: Lake, workload: Workload) -> None:
+    """docs/lake.md: ``files.row_changes`` = applied row changes of the transactions decided
+    in the file, an XA's rows not counted."""
+    decided = [t for t in workload.built.transactions if t.status != XA_PREPARED]
+    got = {r["file"]: r["row_changes"] for r in one_run.raw["files"]}
+    assert got == {f: sum(1 for t in decided if t.part.file == f and t.kind != "xa"
+                          for c in t.changes if c.applied) for f in workload.names}
+
+
+def test_files_transaction_counts(one_run: Lake, workload: Workload) -> None:
+    """docs/lake.md: ``files.transactions`` = transactions decided in the file (XA PREPARE
+    groups not counted): the ``transactions`` rows whose ``end_file`` it is."""
+    decided = [t for t in workload.built.transactions if t.status != XA_PREPARED]
+    got = {r["file"]: r["transactions"] for r in one_run.raw["files"]}
+    assert got == {f: sum(1 for t in decided if t.part.file == f) for f in workload.names}
+    assert {f: n for f, n in got.items() if n} == dict(
+        Counter(t["end_file"] for t in one_run.raw["transactions"]))
+
+
+def test_pyiceberg_reads_the_same(one_run: Lake) -> None:
+    from binlake.lake.spark import pyiceberg_catalog
+
+    cat = pyiceberg_catalog(one_run.settings)
+    ns = one_run.settings.namespace
+    for t in ("row_changes", "transactions", "files", "xa_pending"):
+        arrow = cat.load_table(f"{ns}.{t}").scan().to_arrow()
+        assert arrow.num_rows == len(one_run.raw[t]), t
+    keys = cat.load_table(f"{ns}.row_changes").scan(
+        selected_fields=("order_seq", "order_pos", "order_idx")).to_arrow().to_pylist()
+    assert sorted((k["order_seq"], k["order_pos"], k["order_idx"]) for k in keys) == sorted(
+        (r["order_seq"], r["order_pos"], r["order_idx"]) for r in one_run.raw["row_changes"])
+
+
+# -- the same data, loaded differently ------------------------------------------------------------
+
+
+def test_small_ranges_same_result(one_run: Lake, small_ranges: Lake) -> None:
+    """Many byte ranges per file give exactly the one-range result; only ``files.ranges``
+    differs (and ``xa_prepares.pks`` beyond the XA's own tables: see the next test)."""
+    assert not small_ranges.summary.failed
+    assert small_ranges.summary.ranges > one_run.summary.ranges + 30
+    ranges = {r["file"]: r["ranges"] for r in small_ranges.raw["files"]}
+    assert sum(1 for n in ranges.values() if n > 1) >= 8, ranges
+    drop = {"files": IGNORED | {"ranges"}}
+    report = diff(frozen(one_run.raw, drop), frozen(small_ranges.raw, drop),
+                  "one range vs many: ")
+    assert not report, report
+
+
+def test_xa_prepares_pks_independent_of_ranges(one_run: Lake, small_ranges: Lake) -> None:
+    def pks(lake: Lake) -> dict[tuple[int, int], str]:
+        return {(r["prepare_seq"], r["prepare_pos"]): r["pks"] for r in lake.raw["xa_prepares"]}
+
+    assert pks(one_run) == pks(small_ranges)
+
+
+def test_engines_known_across_ranges(workload: Workload) -> None:
+    """The executor function alone (no Spark): the file with the statement-format ROLLBACK
+    that changed a MyISAM table (nontransactional), cut into two ranges right before it, as
+    a split_bytes can cut it."""
+    from binlake.lake import extract as X
+    from binlake.txn.split import split_file
+
+    t = next(t for t in workload.built.transactions
+             if t.status == "rolled_back" and t.nontransactional)
+    ddl = [d for d in workload.built.transactions if d.kind == "ddl"
+           and d.part.file == t.part.file and d.part.end_pos <= t.part.begin_pos
+           and re.search(r"ENGINE=(MyISAM|Aria)", " ".join(d.statements), re.I)]
+    assert ddl, "the rollback's MyISAM table is created earlier in the same file"
+    path = workload.dir / t.part.file
+    first = split_file(str(path))[0].start
+    cut, end = t.part.begin_pos, path.stat().st_size
+    records = []
+    # the job seeds every range with the DDL state at its start (X.engine_seeds)
+    (seeds,) = X.engine_seeds([str(path)], [[first, cut]])
+    for index, (a, b) in enumerate(((first, cut), (cut, end))):
+        records += X.decode_range(X.RangeTask(str(path), path.name, t.part.seq, a, b, index,
+                                              index == 1, (), seeds[index]))
+    got = {r["begin_pos"]: r["nontransactional"] for k, r in records if k == X.TXN}
+    assert got[t.part.begin_pos] is True
+
+
+def _xa_across(workload: Workload, gap: int) -> tuple[int, Any]:
+    """An XA decided ``gap`` or more files after its PREPARE: (index of its PREPARE file,
+    the transaction)."""
+    names = workload.names
+    for t in workload.built.transactions:
+        if t.kind == "xa" and t.prepare is not None and t.status != XA_PREPARED:
+            i, j = names.index(t.prepare.file), names.index(t.part.file)
+            if j - i >= gap:
+                return i, t
+    raise AssertionError(f"the workload has no XA decided {gap} files after its PREPARE")
+
+
+def _pending_keys(spark: Any, settings: Any) -> set[tuple[int, str, str]]:
+    return {(r["xa_format_id"], r["xa_gtrid"], r["xa_bqual"])
+            for r in read_table(spark, settings, "xa_pending")}
+
+
+def _xid(t: Any) -> tuple[int, str, str]:
+    return (t.xa_xid.format_id, t.xa_xid.gtrid, t.xa_xid.bqual)
+
+
+def test_two_runs_same_as_one(spark: Any, workload: Workload, one_run: Lake,
+                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    from binlake.txn.build import build_transactions
+
+    i, xa = _xa_across(workload, 1)
+    k = i + 1  # the PREPARE in the first run, the COMMIT/ROLLBACK in the second
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "two")
+    s1 = load(spark, settings, workload.files[:k], "two-1")
+    assert not s1.failed
+    pending = _pending_keys(spark, settings)
+    assert _xid(xa) in pending
+    first_half = build_transactions([str(f) for f in workload.files[:k]])
+    assert pending == {_xid(t) for t in first_half.pending}
+    got = {(r["order_seq"], r["order_pos"], r["order_idx"])
+           for r in read_table(spark, settings, "row_changes")}
+    assert got == set(expected_changes(first_half))
+    s2 = load(spark, settings, workload.files[k:], "two-2")
+    assert not s2.failed
+    assert _xid(xa) not in _pending_keys(spark, settings)
+    report = diff(one_run.snap, snapshot(spark, settings), "one run vs two: ")
+    assert not report, report
+
+
+def test_three_runs_same_as_one(spark: Any, workload: Workload, one_run: Lake,
+                                tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Cut so that an XA is prepared in run 1, still pending after run 2 (which holds no
+    part of it) and decided in run 3."""
+    i, xa = _xa_across(workload, 2)
+    cuts = [0, i + 1, i + 2, len(workload.files)]
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "three")
+    for n, (a, b) in enumerate(itertools.pairwise(cuts), 1):
+        summary = load(spark, settings, workload.files[a:b], f"three-{n}")
+        assert not summary.failed
+        assert (_xid(xa) in _pending_keys(spark, settings)) is (n < 3), n
+    report = diff(one_run.snap, snapshot(spark, settings), "one run vs three: ")
+    assert not report, report
+
+
+def _changed_only(before: list[dict[str, Any]], after: list[dict[str, Any]], key: str,
+                  cols: set[str]) -> list[str]:
+    """Rows matched on ``key``; every column but ``cols`` must be equal."""
+    a = {r[key]: r for r in before}
+    b = {r[key]: r for r in after}
+    assert sorted(a) == sorted(b)
+    return [f"{k}.{c}: {a[k][c]!r} -> {b[k][c]!r}" for k in a for c in a[k]
+            if c not in cols and a[k][c] != b[k][c]]
+
+
+def test_rerun_changes_nothing(spark: Any, workload: Workload, one_run: Lake) -> None:
+    """The same load again: every table identical, run_id included, except what docs/lake.md
+    says a load rewrites: ``files`` rows (run_id, loaded_at) and ``xa_pending`` (run_id)."""
+    settings = one_run.settings
+    summary = load(spark, settings, [workload.dir], "all-2")
+    assert not summary.failed
+    assert summary.transactions == one_run.summary.transactions
+    assert summary.rows == one_run.summary.rows
+    for t in core_tables():
+        rows = read_table(spark, settings, t)
+        if t == "files":
+            assert all(r["run_id"] == "all-2" for r in rows)
+            old = {r["file"]: r["loaded_at"] for r in one_run.raw["files"]}
+            assert all(r["loaded_at"] > old[r["file"]] for r in rows)
+            assert not _changed_only(one_run.raw[t], rows, "file", IGNORED)
+        elif t == "xa_pending":
+            assert all(r["run_id"] == "all-2" for r in rows)
+            assert Counter(_frozen(r, {"run_id"}) for r in rows) == Counter(
+                _frozen(r, {"run_id"}) for r in one_run.raw[t])
+        else:
+            assert Counter(_frozen(r) for r in rows) == Counter(
+                _frozen(r) for r in one_run.raw[t]), t
+
+
+def test_backfill_changes_nothing(spark: Any, workload: Workload, one_run: Lake) -> None:
+    """Everything loaded, then the first two files again (the second holds XA PREPAREs whose
+    COMMITs are in later files): nothing changes but those two ``files`` rows' run_id and
+    loaded_at, and ``xa_pending.run_id``."""
+    settings = one_run.settings
+    before = {t: read_table(spark, settings, t) for t in core_tables()}
+    summary = load(spark, settings, workload.files[:2], "backfill")
+    assert not summary.failed
+    for t in core_tables():
+        rows = read_table(spark, settings, t)
+        if t == "files":
+            for r in rows:
+                assert (r["run_id"] == "backfill") is (r["file"] in workload.names[:2])
+            assert not _changed_only(before[t], rows, "file", IGNORED)
+        elif t == "xa_pending":
+            assert all(r["run_id"] == "backfill" for r in rows)
+            assert Counter(_frozen(r, {"run_id"}) for r in rows) == Counter(
+                _frozen(r, {"run_id"}) for r in before[t])
+        else:
+            assert Counter(_frozen(r) for r in rows) == Counter(
+                _frozen(r) for r in before[t]), t
+    assert diff(one_run.snap, snapshot(spark, settings)) == ""
+
+
+# -- damaged files ----------------------------------------------------------------------------------
+
+
+def _event_at_middle(path: Path, types: tuple[str, ...] = ()) -> Any:
+    from binlake.reader import BinlogReader
+
+    size = path.stat().st_size
+    events = [e for e in BinlogReader(str(path)) if not types or e.type in types]
+    return min(events, key=lambda e: abs(e.pos + e.length // 2 - size // 2))
+
+
+def _damaged_copy(workload: Workload, base: Path) -> Path:
+    out = base / "binlogs"
+    out.mkdir()
+    for f in workload.files:
+        shutil.copyfile(f, out / f.name)
+    return out
+
+
+def _check_damaged_load(spark: Any, settings: Any, workload: Workload, copy: Path,
+                        bad: str, offset: int, summary: dict[str, Any]) -> None:
+    """The damaged file is failed with its error; the other files land as if it were
+    absent (the transaction layer's result over them)."""
+    from binlake.txn.build import build_transactions
+
+    files = {r["file"]: r for r in read_table(spark, settings, "files")}
+    assert sorted(files) == workload.names
+    r = files[bad]
+    assert r["status"] == "failed"
+    assert r["error"] and bad in r["error"] and f"at byte {offset}" in r["error"], r["error"]
+    assert r["error_offset"] == offset
+    assert r["sha256"] == hashlib.sha256((copy / bad).read_bytes()).hexdigest()
+    assert all(f["status"] == "loaded" for n, f in files.items() if n != bad)
+    assert [f["file"] for f in summary["files"] if f["status"] != "loaded"] == [bad]
+
+    good = [str(copy / n) for n in workload.names if n != bad]
+    built = build_transactions(good)
+    rows = read_table(spark, settings, "row_changes")
+    assert not [x for x in rows if x["file"] == bad]
+    report = compare_changes(expected_changes(built), stored_changes(rows))
+    assert not report, report
+    txns = read_table(spark, settings, "transactions")
+    assert not [t for t in txns if bad in (t["end_file"], t["begin_file"])]
+    report = compare_transactions(expected_transactions(built), txns)
+    assert not report, report
+    assert _pending_keys(spark, settings) == {_xid(t) for t in built.pending}
+
+
+def _cli_load(monkeypatch: pytest.MonkeyPatch, settings: Any, args: list[str]
+              ) -> tuple[int, str]:
+    """``binlake load`` in this process (so on the shared Spark session), its settings from
+    the environment as a user would give them."""
+    import contextlib
+    import io
+    import os
+
+    from binlake.cli import main
+
+    for k in list(os.environ):
+        if k.startswith("BINLAKE_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("BINLAKE_HOME", str(settings.home_path))
+    monkeypatch.setenv("BINLAKE_CATALOG_NAME", settings.catalog_name)
+    out = io.StringIO()
+    t0 = time.monotonic()
+    with contextlib.redirect_stdout(out):
+        rc = main(["load", *args])
+    TIMINGS[f"cli load {args[-1][-30:]}"] = time.monotonic() - t0
+    return rc, out.getvalue()
+
+
+def test_truncated_file_fails_alone(spark: Any, workload: Workload, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file cut inside an event, in the middle of the sequence: the one holding the XA
+    COMMIT of an XA prepared in an earlier file, so that XA stays pending."""
+    _, xa = _xa_across(workload, 1)
+    bad = xa.part.file
+    copy = _damaged_copy(workload, tmp_path)
+    ev = _event_at_middle(copy / bad)
+    data = (copy / bad).read_bytes()
+    (copy / bad).write_bytes(data[:ev.pos + ev.length // 2])
+    settings = make_lake(spark, tmp_path, "truncated")
+    rc, out = _cli_load(monkeypatch, settings, ["--json", str(copy)])
+    assert rc == 1
+    summary = json.loads(out)
+    _check_damaged_load(spark, settings, workload, copy, bad, ev.pos, summary)
+    assert _xid(xa) in _pending_keys(spark, settings)
+
+
+def test_checksum_error_fails_the_file(spark: Any, workload: Workload, tmp_path: Path) -> None:
+    """One byte flipped inside a rows event in the middle of a file: framing intact, CRC32
+    wrong."""
+    names = workload.names
+    bad = max(names[1:-1], key=lambda n: (workload.dir / n).stat().st_size)
+    copy = _damaged_copy(workload, tmp_path)
+    ev = _event_at_middle(copy / bad, ("WRITE_ROWS_V1", "UPDATE_ROWS_V1", "DELETE_ROWS_V1"))
+    data = bytearray((copy / bad).read_bytes())
+    data[ev.pos + ev.length // 2] ^= 0xFF
+    (copy / bad).write_bytes(bytes(data))
+    settings = make_lake(spark, tmp_path, "checksum")
+    summary = load(spark, settings, [copy], "checksum")
+    _check_damaged_load(spark, settings, workload, copy, bad, ev.pos, summary.to_dict())
+
+
+# -- MySQL 8 files of the corpus --------------------------------------------------------------------
+
+MYSQL8: dict[str, list[str]] = {
+    # source label -> files of one server
+    "json_partial": ["libs/rust_mysql_common/json.binlog.000001"],  # PARTIAL_UPDATE_ROWS
+    "trx_compression": ["libs/rust_mysql_common/transaction_compression.000001"],
+    "connector_java": ["libs/mysql-binlog-connector-java/mysql-bin.compressed"],  # no seq
+    "connector_rust": ["libs/mysql-binlog-connector-rust/mysql-bin.000057"],  # GTIDs, payloads
+    "percona_gtid": ["libs/percona-binlog-server/data_80045_gtid/"],  # a directory: 2 files
+    "mdev35643": ["mariadb-11.8/std_data/mdev35643_mysql_80_binlog.000001"],  # both, 100 rows
+}
+
+
+def _manifest_sha256() -> dict[str, str]:
+    out = {}
+    for line in MANIFEST.read_text().splitlines():
+        m = re.match(r"^([0-9a-f]{64})  (\S+)$", line.strip())
+        if m:
+            out[m.group(2)] = m.group(1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    require_corpus()
+    return make_lake(spark, tmp_path_factory.mktemp("lakes"), "mysql8")
+
+
+@pytest.mark.parametrize("label", list(MYSQL8))
+def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
+    from binlake.lake.job import discover
+    from binlake.reader import BinlogReader
+    from binlake.rowchanges import DECODE_FOR_ROWS, iter_row_changes
+    from binlake.txn.build import build_transactions
+
+    sources = [str(CORPUS / p) for p in MYSQL8[label]]
+    files = discover(sources)
+    assert files
+    settings = dataclasses.replace(corpus_lake, source=label)
+    summary = load(spark, settings, sources, f"mysql8-{label}")
+    assert not summary.failed, summary.failed
+    built = build_transactions([f.uri for f in files])
+    assert not built.pending and not built.incomplete
+
+    rows = read_table(spark, corpus_lake, "row_changes", source=label)
+    report = compare_changes(expected_changes(built), stored_changes(rows))
+    assert not report, report
+    problems = check_pk(rows, None)
+    assert not problems, problems
+    # the same images as `binlake decode --rows` (every change here is committed)
+    decoded = [c for f in files for c in iter_row_changes(BinlogReader(f.uri,
+                                                                       decode=DECODE_FOR_ROWS))]
+    assert sorted(json.dumps([c["db"], c["table"], c["op"], c.get("before"), c.get("after")],
+                             sort_keys=True) for c in decoded) == sorted(
+        json.dumps([r["db"], r["tbl"], r["op"], json.loads(r["before"] or "null"),
+                    json.loads(r["after"] or "null")], sort_keys=True) for r in rows)
+    txns = read_table(spark, corpus_lake, "transactions", source=label)
+    report = compare_transactions(expected_transactions(built), txns)
+    assert not report, report
+
+    sums = _manifest_sha256()
+    stored = {r["file"]: r for r in read_table(spark, corpus_lake, "files", source=label)}
+    assert sorted(stored) == sorted(f.name for f in files)
+    infos = file_infos(built)
+    for f in files:
+        r = stored[f.name]
+        rel = str(Path(f.uri).relative_to(CORPUS))
+        assert r["sha256"] == sums[rel], rel
+        assert r["status"] == "loaded" and r["seq"] == f.seq
+        assert r["flavor"] == "mysql" and r["server_version"].startswith("8.0")
+        assert (r["first_gtid"], r["last_gtid"], r["in_use"]) == (
+            infos[f.name].first_gtid, infos[f.name].last_gtid, infos[f.name].in_use)
+    # nothing of the other sources in this lake leaked into this one's keys
+    assert {r["source"] for r in read_table(spark, corpus_lake, "row_changes")} <= set(MYSQL8)
+
+
+def test_mysql8_features_present() -> None:
+    """The corpus files above really exercise what they are here for."""
+    require_corpus()
+    from binlake.reader import BinlogReader
+
+    types: set[str] = set()
+    for paths in MYSQL8.values():
+        for p in paths:
+            path = CORPUS / p
+            for f in sorted(path.iterdir()) if path.is_dir() else [path]:
+                if not f.name.endswith(".index"):
+                    types |= {e.type for e in BinlogReader(str(f))}
+    assert {"TRANSACTION_PAYLOAD", "PARTIAL_UPDATE_ROWS"} <= types, sorted(types)
+
+
+# -- the command line and the Spark job entry point ---------------------------------------------------
+
+
+def test_cli_load(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    require_corpus()
+    from binlake.txn.build import build_transactions
+
+    path = CORPUS / MYSQL8["mdev35643"][0]
+    settings = make_lake(spark, tmp_path, "cli")
+    rc, out = _cli_load(monkeypatch, settings, ["--source-name", "cli", str(path)])
+    assert rc == 0, out
+    built = build_transactions([str(path)])
+    n = len(built.transactions)
+    assert out.startswith("binlake load "), out
+    assert "(source cli): 1 file(s)" in out
+    assert f"loaded  {path.name}" in out
+    assert f"transactions: committed {n}" in out
+    per_table = Counter(f"{e['db']}.{e['tbl']}" for e in expected_changes(built).values())
+    for table, k in per_table.items():
+        assert f"rows {table}: {k}" in out
+    assert "pending XA: 0" in out
+
+    rc, out = _cli_load(monkeypatch, settings, ["--source-name", "cli", "--json", str(path)])
+    assert rc == 0, out
+    summary = json.loads(out)
+    assert summary["source"] == "cli"
+    assert [(f["file"], f["status"]) for f in summary["files"]] == [(path.name, "loaded")]
+    assert summary["rows"] == dict(per_table)
+    assert summary["transactions"] == {"committed": n}
+    assert summary["pending"] == []
+
+
+def test_spark_job_entry_point(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """jobs/load_binlogs.py: a @manifest of URIs, --run-id, the summary as JSON on stdout."""
+    require_corpus()
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location(
+        "load_binlogs", Path(__file__).resolve().parents[1] / "jobs" / "load_binlogs.py")
+    assert spec is not None and spec.loader is not None
+    job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(job)
+
+    settings = make_lake(spark, tmp_path, "job")
+    files = sorted((CORPUS / MYSQL8["percona_gtid"][0]).glob("binlog.0*"))
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("# two files\n" + "".join(f"{f}\n" for f in reversed(files)))
+    for k in list(os.environ):
+        if k.startswith("BINLAKE_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("BINLAKE_HOME", str(settings.home_path))
+    monkeypatch.setenv("BINLAKE_CATALOG_NAME", settings.catalog_name)
+    capsys.readouterr()
+    rc = job.main(["--source-name", "percona", "--run-id", "job-run-1", f"@{manifest}"])
+    summary = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert summary["run_id"] == "job-run-1"
+    assert [f["file"] for f in summary["files"]] == [f.name for f in files]
+    rows = read_table(spark, settings, "row_changes", source="percona")
+    assert rows and {r["run_id"] for r in rows} == {"job-run-1"}
