@@ -21,25 +21,15 @@ try:
 except ImportError:  # not installed into the virtualenv: use the source tree
     sys.path.insert(0, str(ROOT / "lib"))
 
-from binlake.devserver import MariaDBServer, ServerError, free_port  # noqa: E402
+from binlake.devserver import MariaDBServer, free_port  # noqa: E402
 
 HAVE_MARIADB = bool(shutil.which("mariadbd") and shutil.which("mariadb-install-db"))
 
 
 def _start(base: Path, template: Path, **kw: object) -> MariaDBServer:
-    """Start a server on a free port, retrying if another process grabs the port first."""
-    last: Exception | None = None
-    for _ in range(3):
-        srv = MariaDBServer(base, port=free_port(), **kw)  # type: ignore[arg-type]
-        srv.init(template=template)
-        try:
-            return srv.start()
-        except ServerError as exc:
-            srv.kill()
-            last = exc
-            if "already in use" not in str(exc):
-                raise
-    raise ServerError(f"no free port after 3 tries: {last}")
+    from .servers import start_server
+
+    return start_server(base, template, **kw)
 
 
 @pytest.fixture(scope="session")

@@ -50,6 +50,7 @@ from typing import Any
 import pytest
 
 from .corpus import CORPUS, MANIFEST, require_corpus
+from .servers import start_server
 from .txn_workloads import Truth, run_all
 from .workloads import DB as WL_DB
 from .workloads import FULL_IMAGE_TABLES, STATEMENT_LOGGED_IDS, run_all_types
@@ -82,23 +83,11 @@ class Workload:
 
 @pytest.fixture(scope="module")
 def workload(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> Workload:
-    from binlake.devserver import MariaDBServer, ServerError, free_port
     from binlake.txn.build import build_transactions
 
     t0 = time.monotonic()
     base = tmp_path_factory.mktemp("lake-job-srv")
-    srv = None
-    for attempt in range(3):
-        srv = MariaDBServer(base / f"s{attempt}", port=free_port())
-        srv.init(template=mariadb_template)
-        try:
-            srv.start()
-            break
-        except ServerError as exc:
-            srv.kill()
-            if "already in use" not in str(exc) or attempt == 2:
-                raise
-    assert srv is not None
+    srv = start_server(base, mariadb_template)
     out = tmp_path_factory.mktemp("lake-job-binlogs")
     try:
         first = srv.current_binlog_file()

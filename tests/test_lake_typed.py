@@ -35,6 +35,8 @@ import pytest
 from binlake.lake import typed
 from binlake.lake.typed import Layout, Mapped, holds, map_column, plan_schema, table_names, widen
 
+from .servers import start_server
+
 TIMINGS: dict[str, float] = {}
 
 
@@ -398,22 +400,10 @@ def world(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> d
     """Run the workload; the closed binlog files (copied) and the server's final state."""
     import shutil
 
-    from binlake.devserver import MariaDBServer, ServerError, free_port
 
     t0 = time.monotonic()
     base = tmp_path_factory.mktemp("typed-srv")
-    srv = None
-    for attempt in range(3):
-        srv = MariaDBServer(base / f"s{attempt}", port=free_port())
-        srv.init(template=mariadb_template)
-        try:
-            srv.start()
-            break
-        except ServerError as exc:
-            srv.kill()
-            if "already in use" not in str(exc) or attempt == 2:
-                raise
-    assert srv is not None
+    srv = start_server(base, mariadb_template)
     try:
         with srv.connect(max_allowed_packet=64 << 20) as conn, conn.cursor() as cur:
             for sql in _file1():

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from .servers import start_server
 from .txn_workloads import (
     SCENARIOS,
     XA_PREPARED,
@@ -46,21 +47,9 @@ pytestmark = [pytest.mark.integration]
 
 @pytest.fixture(scope="module")
 def truth(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> Truth:
-    from binlake.devserver import MariaDBServer, ServerError, free_port
 
     base = tmp_path_factory.mktemp("txn-srv")
-    srv = None
-    for attempt in range(3):
-        srv = MariaDBServer(base / f"s{attempt}", port=free_port())
-        srv.init(template=mariadb_template)
-        try:
-            srv.start()
-            break
-        except ServerError as exc:
-            srv.kill()
-            if "already in use" not in str(exc) or attempt == 2:
-                raise
-    assert srv is not None
+    srv = start_server(base, mariadb_template)
     try:
         return run_all(srv)
     finally:
