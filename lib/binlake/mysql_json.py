@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, NoReturn
 
+from binlake import values
 from binlake.constants import ColumnType
 from binlake.errors import CorruptEventError
 
@@ -356,9 +357,6 @@ def _mysql_base64(payload: bytes) -> str:
     return "\n".join(text[i:i + 76] for i in range(0, len(text), 76))
 
 
-# Digits per byte count of a partial decimal group (strings/decimal.cc, dig2bytes).
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-_DIGITS_PER_WORD = 9
 _MAX_PRECISION = 65  # DECIMAL_MAX_PRECISION
 _MAX_SCALE = 30  # DECIMAL_MAX_SCALE
 
@@ -374,50 +372,13 @@ def _decimal_text(payload: bytes) -> str:
     precision, scale = payload[0], payload[1]
     if not (1 <= precision <= _MAX_PRECISION and scale <= _MAX_SCALE and scale <= precision):
         _bad(f"decimal({precision},{scale}) is not a valid DECIMAL type")
-    intg = precision - scale
-    size = _decimal_bin_size(intg, scale)
+    size = values.decimal_bin_size(precision, scale)
     if len(payload) - 2 != size:
         _bad(f"decimal({precision},{scale}) needs {size} bytes, found {len(payload) - 2}")
-    body = payload[2:]
-    # decimal2bin(): the first bit is flipped so that the bytes sort; negatives are inverted.
-    negative = not body[0] & 0x80
-    number = int.from_bytes(body, "big") ^ (1 << (8 * size - 1))
-    if negative:
-        number ^= (1 << (8 * size)) - 1
-    digits = number.to_bytes(size, "big")
-    int_digits, pos = _decimal_groups(digits, 0, intg, leading=True)
-    frac_digits, _ = _decimal_groups(digits, pos, scale, leading=False)
-    text = int_digits.lstrip("0") or "0"
-    if scale:
-        text = f"{text}.{frac_digits}"
-    return f"-{text}" if negative else text
-
-
-def _decimal_bin_size(intg: int, scale: int) -> int:
-    """decimal_bin_size(): 4 bytes per 9 digits plus dig2bytes[] for the remainders."""
-    full_int, rest_int = divmod(intg, _DIGITS_PER_WORD)
-    full_frac, rest_frac = divmod(scale, _DIGITS_PER_WORD)
-    return (full_int + full_frac) * 4 + _DIG2BYTES[rest_int] + _DIG2BYTES[rest_frac]
-
-
-def _decimal_groups(digits: bytes, pos: int, count: int, *, leading: bool) -> tuple[str, int]:
-    """Read ``count`` decimal digits: 9 per big-endian u32, the partial group first (integer
-    part) or last (fraction), in dig2bytes[] bytes.  Returns the zero-padded digit text."""
-    full, rest = divmod(count, _DIGITS_PER_WORD)
-    widths = [_DIGITS_PER_WORD] * full
-    if rest and leading:
-        widths.insert(0, rest)
-    elif rest:
-        widths.append(rest)
-    parts = []
-    for width in widths:
-        nbytes = 4 if width == _DIGITS_PER_WORD else _DIG2BYTES[width]
-        group = int.from_bytes(digits[pos:pos + nbytes], "big")
-        if group >= 10**width:
-            _bad(f"decimal digit group {group} has more than {width} digits")
-        parts.append(str(group).zfill(width))
-        pos += nbytes
-    return "".join(parts), pos
+    try:
+        return values.decimal_text(payload[2:], precision, scale)
+    except ValueError as exc:
+        _bad(str(exc))
 
 
 def _temporal_text(field_type: int, packed: int) -> str:

@@ -35,10 +35,6 @@ _FIXED_FMT: dict[int, tuple[str, str, int]] = {  # type: (signed fmt, unsigned f
 }
 
 
-def _hex(b: bytes) -> dict[str, str]:
-    return {"hex": b.hex()}
-
-
 def _json_value(b: bytes) -> Any:
     from .mysql_json import decode_json
 
@@ -66,15 +62,6 @@ def _set(v: int, members: tuple[str, ...] | None) -> Any:
         v >>= 1
         i += 1
     return ",".join(out)
-
-
-def _text(b: bytes, codec: str | None) -> Any:
-    if codec is None:
-        return {"hex": b.hex()}
-    try:
-        return b.decode(codec)
-    except (UnicodeDecodeError, LookupError):
-        return {"hex": b.hex()}
 
 
 def _latin1(b: bytes) -> str:

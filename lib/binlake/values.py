@@ -62,6 +62,50 @@ def decimal_code(precision: int, scale: int, src: str, out: str) -> tuple[int, l
     return size, lines
 
 
+def decimal_bin_size(precision: int, scale: int) -> int:
+    """Bytes of a DECIMAL(precision, scale) in decimal2bin format (decimal_bin_size())."""
+    full_int, rest_int = divmod(precision - scale, 9)
+    full_frac, rest_frac = divmod(scale, 9)
+    return (full_int + full_frac) * 4 + DIG2BYTES[rest_int] + DIG2BYTES[rest_frac]
+
+
+def decimal_text(data: bytes, precision: int, scale: int) -> str:
+    """One decimal2bin value as the server prints it, checked as bin2decimal() checks it:
+    a digit group larger than its digits raises ValueError (corrupt input).  For values that
+    come one at a time (User_var, JSON opaques); row images use :func:`decimal_code`.
+    ``data`` must hold at least decimal_bin_size(precision, scale) bytes."""
+    size = decimal_bin_size(precision, scale)
+    if size == 0:  # DECIMAL(0,0)
+        return "0"
+    negative = not data[0] & 0x80
+    number = int.from_bytes(data[:size], "big") ^ (1 << (8 * size - 1))
+    if negative:
+        number ^= (1 << (8 * size)) - 1
+    digits = number.to_bytes(size, "big")
+    intg = precision - scale
+    widths = [9] * (intg // 9)
+    if intg % 9:
+        widths.insert(0, intg % 9)  # the integer part's partial group comes first
+    n_int = len(widths)
+    widths += [9] * (scale // 9)
+    if scale % 9:
+        widths.append(scale % 9)  # the fraction's partial group comes last
+    parts = []
+    pos = 0
+    for width in widths:
+        nbytes = 4 if width == 9 else DIG2BYTES[width]
+        group = int.from_bytes(digits[pos:pos + nbytes], "big")
+        if group >= 10 ** width:
+            raise ValueError(f"decimal digit group {group} out of range (more than {width} "
+                             "digits)")
+        parts.append(str(group).zfill(width))
+        pos += nbytes
+    text = "".join(parts[:n_int]).lstrip("0") or "0"
+    if scale:
+        text += "." + "".join(parts[n_int:])
+    return "-" + text if negative else text
+
+
 @cache
 def decimal_reader(precision: int, scale: int) -> tuple[int, Callable[[bytes], str]]:
     """(byte size, reader) for a DECIMAL(precision, scale) in decimal2bin format: the

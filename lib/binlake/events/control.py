@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import values
 from ..constants import EventType as E
 from ..context import DecodeContext
 from ..fde import parse_fde, parse_start_v3
@@ -96,60 +97,19 @@ def xid(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
 # -- User_var -------------------------------------------------------------------------------
 
 _VALUE_TYPES = {0: "string", 1: "real", 2: "int", 3: "row", 4: "decimal"}  # enum Item_result
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
-_DIG_PER_DEC = 9
 BINARY_COLLATION = 63
 
 
-def decimal_size(precision: int, scale: int) -> int:
-    """Bytes of a DECIMAL(precision, scale) in decimal2bin format (strings/decimal.c)."""
-    intg = precision - scale
-    return (intg // _DIG_PER_DEC * 4 + _DIG2BYTES[intg % _DIG_PER_DEC]
-            + scale // _DIG_PER_DEC * 4 + _DIG2BYTES[scale % _DIG_PER_DEC])
-
-
 def decimal_text(cur: Cursor, data: bytes, precision: int, scale: int) -> str:
-    """A decimal2bin value as the server prints it (strings/decimal.c bin2decimal and
-    decimal2string with no fixed precision): leading zeros of the integer part dropped, a
-    single ``0`` when it is empty, exactly ``scale`` fraction digits, ``-`` when negative.
-
-    decimal2bin stores the integer part then the fraction, big-endian, in groups of 9 digits
-    per 4 bytes (a leading/trailing partial group uses _DIG2BYTES bytes); the sign is the high
-    bit of the first byte inverted, and a negative number has every byte inverted.
-    """
-    size = decimal_size(precision, scale)
+    """A decimal2bin value as the server prints it (values.decimal_text), located errors."""
+    size = values.decimal_bin_size(precision, scale)
     if len(data) < size:
         raise cur.corrupt("decimal value shorter than its precision and scale need",
                           expected=size, actual=len(data))
-    if size == 0:  # DECIMAL(0,0)
-        return "0"
-    buf = bytearray(data[:size])
-    negative = not buf[0] & 0x80
-    buf[0] ^= 0x80
-    if negative:
-        buf = bytearray(b ^ 0xFF for b in buf)
-    intg = precision - scale
-    groups = []  # (digits, byte count)
-    if intg % _DIG_PER_DEC:
-        groups.append((intg % _DIG_PER_DEC, _DIG2BYTES[intg % _DIG_PER_DEC]))
-    groups += [(_DIG_PER_DEC, 4)] * (intg // _DIG_PER_DEC)
-    n_int_groups = len(groups)
-    groups += [(_DIG_PER_DEC, 4)] * (scale // _DIG_PER_DEC)
-    if scale % _DIG_PER_DEC:
-        groups.append((scale % _DIG_PER_DEC, _DIG2BYTES[scale % _DIG_PER_DEC]))
-    digits = []
-    i = 0
-    for ndig, nbytes in groups:
-        value = int.from_bytes(buf[i:i + nbytes], "big")
-        i += nbytes
-        if value >= 10 ** ndig:  # bin2decimal: a group larger than its digits -> bad value
-            raise cur.corrupt("decimal digit group out of range", expected=f"< {10 ** ndig}",
-                              actual=value)
-        digits.append(str(value).rjust(ndig, "0"))
-    int_digits = "".join(digits[:n_int_groups]).lstrip("0") or "0"
-    frac_digits = "".join(digits[n_int_groups:])
-    text = int_digits + ("." + frac_digits if scale else "")
-    return "-" + text if negative else text
+    try:
+        return values.decimal_text(data, precision, scale)
+    except ValueError as exc:
+        raise cur.corrupt(str(exc)) from None
 
 
 def _string_value(data: bytes, collation_id: int) -> tuple[str | None, str | None]:
