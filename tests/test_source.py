@@ -18,16 +18,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 import zstandard
 
 from binlake import source
-from binlake.devserver import free_port
 from binlake.errors import SourceError
 from binlake.source import open_binlog, parse_location, reset_s3_client, s3_client, size_of
 
 from .corpus import CORPUS, corpus_files, require_corpus
+from .s3 import moto_s3
 
 MARIADB = "libs/rust_mysql_common/mariadb-bin.000001"  # 10.5, CRC32, 13 events
 MARIADB_BIG = "mariadb-11.8/std_data/mdev6020-mysql-bin.000001"  # 10.0, 516 KB, 7754 events
@@ -342,36 +341,12 @@ S3_OBJECTS = {
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
     require_corpus()
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-                    "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-            mp.delenv(var, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_CONFIG_FILE", os.devnull)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        mp.setenv("BINLAKE_S3_ENDPOINT_URL", endpoint)
-        reset_s3_client()
-        try:
-            client = boto3.client("s3", endpoint_url=endpoint)
-            client.create_bucket(Bucket=BUCKET)
-            for key, (rel, codec) in S3_OBJECTS.items():
-                data = cpath(rel).read_bytes()
-                if codec is not None:
-                    data = CODECS[codec][1](data)
-                client.put_object(Bucket=BUCKET, Key=key, Body=data)
-            yield endpoint
-        finally:
-            reset_s3_client()
-            server.stop()
-    reset_s3_client()
+    objects = {}
+    for key, (rel, codec) in S3_OBJECTS.items():
+        data = cpath(rel).read_bytes()
+        objects[key] = CODECS[codec][1](data) if codec is not None else data
+    with moto_s3(BUCKET, objects) as endpoint:
+        yield endpoint
 
 
 def s3uri(key: str) -> str:

@@ -44,6 +44,7 @@ from binlake.txn import split as split_mod
 from binlake.txn.split import ByteRange, ScanStats, split_file, transaction_starts
 
 from .corpus import CORPUS, corpus_files, require_corpus
+from .s3 import moto_s3
 
 GTID_TYPES = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED, E.MARIADB_GTID})
 MYSQL_GTID_TYPES = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED})
@@ -531,38 +532,9 @@ BUCKET = "binlake-split-test"
 def s3_endpoint() -> Iterator[str]:
     require_corpus()
     pytest.importorskip("moto")
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    from binlake.devserver import free_port
-    from binlake.source import reset_s3_client
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-                    "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-            mp.delenv(var, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_CONFIG_FILE", os.devnull)
-        mp.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        mp.setenv("BINLAKE_S3_ENDPOINT_URL", endpoint)
-        reset_s3_client()
-        try:
-            client = boto3.client("s3", endpoint_url=endpoint)
-            client.create_bucket(Bucket=BUCKET)
-            for rel in (MYSQL8, MYSQL8_BIGGER, MARIADB_BIG):
-                client.put_object(Bucket=BUCKET, Key=Path(rel).name,
-                                  Body=Path(cpath(rel)).read_bytes())
-            yield endpoint
-        finally:
-            reset_s3_client()
-            server.stop()
-    reset_s3_client()
+    with moto_s3(BUCKET, {Path(rel).name: Path(cpath(rel)).read_bytes()
+                          for rel in (MYSQL8, MYSQL8_BIGGER, MARIADB_BIG)}) as endpoint:
+        yield endpoint
 
 
 @pytest.mark.parametrize(("rel", "reopen"), [
