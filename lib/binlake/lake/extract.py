@@ -9,7 +9,7 @@ or run): their rows come back marked with the group's position, and the driver p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -59,11 +59,6 @@ class RangeTask:
     last_in_file: bool
     nontransactional: tuple[str, ...] = ()
     engines: tuple[tuple[str, bool], ...] = ()  # table engines from DDL before `start`
-
-
-@dataclass
-class RangeResult:
-    records: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def _pk(change: RowChange, pk: list[str] | None) -> str | None:
