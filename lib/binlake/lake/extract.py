@@ -18,7 +18,7 @@ from ..constants import EventType as E
 from ..errors import BinlogError, TruncatedError
 from ..reader import BinlogReader
 from ..render import _default as _render_default
-from ..txn.build import GroupBuilder, XaMarker, assign_order
+from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
 
@@ -179,27 +179,17 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                             "last_gtid": None, "error": None, "error_offset": None,
                             "error_kind": None, "fde": None, "ends_with": None,
                             "rows": 0, "transactions": 0}
+    facts = FileInfo(task.file, task.uri, task.seq)
     fde_noted = False
     try:
         for ev in reader:
             if not fde_noted and reader.fde is not None:
                 builder.note_format(reader.fde.server_version, reader.fde.flavor)
                 fde_noted = True
-            info["events"] += 1
             if ev.type_code == E.FORMAT_DESCRIPTION and ev.pos == 4:
+                facts.events += 1
                 continue  # the reader yields it only when a range starts at 4
-            if ev.timestamp:
-                if info["first_ts"] is None:
-                    info["first_ts"] = ev.timestamp
-                info["last_ts"] = ev.timestamp
-            gtid = ev.data.get("gtid") if ev.type_code in (E.GTID, E.GTID_TAGGED,
-                                                          E.MARIADB_GTID) else None
-            if gtid:
-                if info["first_gtid"] is None:
-                    info["first_gtid"] = gtid
-                info["last_gtid"] = gtid
-            if ev.payload_index is None:
-                info["ends_with"] = ev.type if ev.type_code in (E.ROTATE, E.STOP) else None
+            note_event(facts, ev)
             if ev.error is not None:
                 out.append((FINDING, {"kind": ev.error.kind, "file": task.file,
                                       "pos": ev.pos, "message": str(ev.error)}))
@@ -238,6 +228,9 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
         out.append((FINDING, {"kind": "incomplete_transaction", "file": t.part.file,
                               "pos": t.part.begin_pos, "severity": "error",
                               "message": f"transaction at {t.part.begin_pos} never ended"}))
+    info.update(events=facts.events, first_ts=facts.first_timestamp,
+                last_ts=facts.last_timestamp, first_gtid=facts.first_gtid,
+                last_gtid=facts.last_gtid, ends_with=facts.ends_with)
     info["end_offset"] = reader.end_offset
     if task.index == 0 and reader.fde is not None and task.start > 4:
         info["events"] += 1  # the file's FDE: read by every range, counted once

@@ -146,6 +146,27 @@ class FileInfo:
         return d
 
 
+def note_event(info: FileInfo, ev: Event) -> None:
+    """Fold one event into a file's facts (count, FDE, first/last timestamp and GTID, what
+    the file ends with).  Shared by the transaction stream and the lake's byte ranges."""
+    info.events += 1
+    if ev.type_code == E.FORMAT_DESCRIPTION and info.server_version is None:
+        info.server_version = ev.data.get("server_version")
+        info.flavor = ev.data.get("flavor")
+        info.checksum_alg = ev.data.get("checksum_alg")
+        info.in_use = ev.data.get("in_use")
+    if ev.timestamp:
+        if info.first_timestamp is None:
+            info.first_timestamp = ev.timestamp
+        info.last_timestamp = ev.timestamp
+    if ev.type_code in GTID_EVENTS and ev.data.get("gtid"):
+        if info.first_gtid is None:
+            info.first_gtid = ev.data["gtid"]
+        info.last_gtid = ev.data["gtid"]
+    if ev.payload_index is None:
+        info.ends_with = ev.type if ev.type_code in (E.ROTATE, E.STOP) else None
+
+
 class GroupBuilder:
     """Events of one stream (files in order) -> decided transactions and XA markers."""
 
@@ -556,7 +577,9 @@ class TransactionStream:
             reader = BinlogReader(f.uri, verify_checksums=self.verify, name=f.name)
             try:
                 for ev in reader:
-                    self._note(info, ev)
+                    note_event(info, ev)
+                    if ev.timestamp:
+                        self.last_timestamp = ev.timestamp
                     if checker is not None:
                         checker.event(ev)
                     for item in b.feed(ev):
@@ -606,25 +629,6 @@ class TransactionStream:
                              *(f for f in self.findings if f.kind == F.EVENTS_AFTER_TRUNCATION)]
         self.findings = [*self.builder.findings, *self.tracker.findings, *self.findings]
         yield from self.pending
-
-    def _note(self, info: FileInfo, ev: Event) -> None:
-        info.events += 1
-        if ev.type_code == E.FORMAT_DESCRIPTION and info.server_version is None:
-            info.server_version = ev.data.get("server_version")
-            info.flavor = ev.data.get("flavor")
-            info.checksum_alg = ev.data.get("checksum_alg")
-            info.in_use = ev.data.get("in_use")
-        if ev.timestamp:
-            if info.first_timestamp is None:
-                info.first_timestamp = ev.timestamp
-            info.last_timestamp = ev.timestamp
-            self.last_timestamp = ev.timestamp
-        if ev.type_code in GTID_EVENTS and ev.data.get("gtid"):
-            if info.first_gtid is None:
-                info.first_gtid = ev.data["gtid"]
-            info.last_gtid = ev.data["gtid"]
-        if ev.payload_index is None:
-            info.ends_with = ev.type if ev.type_code in (E.ROTATE, E.STOP) else None
 
     def _decide(self, item: Transaction | XaMarker) -> Transaction | None:
         if isinstance(item, XaMarker):
