@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXTRAS="${BINLAKE_EXTRAS:-dev,spark}"
+EXTRAS="${BINLAKE_EXTRAS:-dev,spark,gx,airflow}"
 VENV="${BINLAKE_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
