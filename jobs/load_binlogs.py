@@ -1,6 +1,7 @@
 """Spark entry point: archived binlogs -> Iceberg.
 
-    spark-submit --py-files binlake.zip jobs/load_binlogs.py [--config F] SOURCE...
+    spark-submit --py-files binlake.zip jobs/load_binlogs.py [--config F] [--run-id R]
+        [--branch B] [--reload] SOURCE...
 
 SOURCE: binlog files, directories, or s3:// URIs (a prefix ending in / lists its objects), or
 ``@manifest.txt`` (one URI per line).  Settings come from --config and BINLAKE_* variables
@@ -21,6 +22,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--config")
     p.add_argument("--source-name")
     p.add_argument("--run-id")
+    p.add_argument("--branch", help="write on this Iceberg branch (write-audit-publish)")
+    p.add_argument("--reload", action="store_true", help="decode loaded files again")
     return p.parse_args(argv)
 
 
@@ -43,7 +46,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = load_settings(args.config, source=args.source_name)
     spark = build_session(settings)  # under spark-submit the master comes from spark-submit
-    summary = run_load(spark, settings, expand(args.sources), run_id=args.run_id)
+    summary = run_load(spark, settings, expand(args.sources), run_id=args.run_id,
+                       branch=args.branch, reload=args.reload)
     print(json.dumps(summary.to_dict(), default=str))
     return 1 if summary.failed else 0
 

@@ -754,51 +754,138 @@ def _changed_only(before: list[dict[str, Any]], after: list[dict[str, Any]], key
 
 
 def test_rerun_changes_nothing(spark: Any, workload: Workload, one_run: Lake) -> None:
-    """The same load again: every table identical, run_id included, except what docs/lake.md
-    says a load rewrites: ``files`` rows (run_id, loaded_at) and ``xa_pending`` (run_id)."""
+    """The same load again: every file is skipped (same sha256) and every table, every
+    column (run_id and loaded_at included), is exactly as before."""
     settings = one_run.settings
     summary = load(spark, settings, [workload.dir], "all-2")
     assert not summary.failed
+    assert [f["file"] for f in summary.skipped] == workload.names
     assert summary.transactions == one_run.summary.transactions
     assert summary.rows == one_run.summary.rows
     for t in core_tables():
-        rows = read_table(spark, settings, t)
-        if t == "files":
-            assert all(r["run_id"] == "all-2" for r in rows)
-            old = {r["file"]: r["loaded_at"] for r in one_run.raw["files"]}
-            assert all(r["loaded_at"] > old[r["file"]] for r in rows)
-            assert not _changed_only(one_run.raw[t], rows, "file", IGNORED)
-        elif t == "xa_pending":
-            assert all(r["run_id"] == "all-2" for r in rows)
-            assert Counter(_frozen(r, {"run_id"}) for r in rows) == Counter(
-                _frozen(r, {"run_id"}) for r in one_run.raw[t])
-        else:
-            assert Counter(_frozen(r) for r in rows) == Counter(
-                _frozen(r) for r in one_run.raw[t]), t
+        assert Counter(_frozen(r) for r in read_table(spark, settings, t)) == Counter(
+            _frozen(r) for r in one_run.raw[t]), t
 
 
 def test_backfill_changes_nothing(spark: Any, workload: Workload, one_run: Lake) -> None:
     """Everything loaded, then the first two files again (the second holds XA PREPAREs whose
-    COMMITs are in later files): nothing changes but those two ``files`` rows' run_id and
-    loaded_at, and ``xa_pending.run_id``."""
+    COMMITs are in later files): both are skipped, nothing changes."""
     settings = one_run.settings
     before = {t: read_table(spark, settings, t) for t in core_tables()}
     summary = load(spark, settings, workload.files[:2], "backfill")
     assert not summary.failed
+    assert [f["status"] for f in summary.files] == ["skipped", "skipped"]
     for t in core_tables():
-        rows = read_table(spark, settings, t)
-        if t == "files":
-            for r in rows:
-                assert (r["run_id"] == "backfill") is (r["file"] in workload.names[:2])
-            assert not _changed_only(before[t], rows, "file", IGNORED)
-        elif t == "xa_pending":
-            assert all(r["run_id"] == "backfill" for r in rows)
-            assert Counter(_frozen(r, {"run_id"}) for r in rows) == Counter(
-                _frozen(r, {"run_id"}) for r in before[t])
-        else:
-            assert Counter(_frozen(r) for r in rows) == Counter(
-                _frozen(r) for r in before[t]), t
-    assert diff(one_run.snap, snapshot(spark, settings)) == ""
+        assert Counter(_frozen(r) for r in read_table(spark, settings, t)) == Counter(
+            _frozen(r) for r in before[t]), t
+
+
+def test_reload_rewrites_only_run_ids(spark: Any, workload: Workload,
+                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``reload``: files 2..4 decoded again over a lake that has them all: the rows they
+    contributed are replaced by the same rows (only run_id differs, and only on those
+    rows); every other row is untouched."""
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "reload")
+    load(spark, settings, [workload.dir], "reload-1")
+    before = read_all(spark, settings)
+    from binlake.lake.job import run_load
+
+    again = workload.files[1:4]
+    seqs = {binlog_seq(f) for f in again}
+    summary = run_load(spark, settings, [str(f) for f in again], run_id="reload-2",
+                       reload=True)
+    assert [f["status"] for f in summary.files] == ["loaded"] * 3
+    after = read_all(spark, settings)
+    assert diff(frozen(before), frozen(after)) == ""
+    # run_id moved exactly on the rows of the reloaded files
+    keyed = {"row_changes": "order_seq", "transactions": "order_seq",
+             "xa_prepares": "prepare_seq", "files": "seq"}
+    for t, col in keyed.items():
+        for r in after[t]:
+            assert (r["run_id"] == "reload-2") is (r[col] in seqs), (t, r[col], r["run_id"])
+
+
+def binlog_seq(path: Path) -> int:
+    return int(path.name.rsplit(".", 1)[1])
+
+
+def test_changed_file_is_a_conflict(spark: Any, workload: Workload, one_run: Lake,
+                                    tmp_path: Path) -> None:
+    """A loaded file delivered again with other bytes under the same name: reported as a
+    conflict (the run fails), nothing in the lake changes."""
+    settings = one_run.settings
+    before = read_all(spark, settings)
+    f = workload.files[2]
+    copy = tmp_path / f.name
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    summary = load(spark, settings, [copy], "conflict")
+    assert [(x["file"], x["status"]) for x in summary.failed] == [(f.name, "conflict")]
+    assert "differs from the loaded file" in summary.failed[0]["error"]
+    after = read_all(spark, settings)
+    for t in core_tables():
+        assert Counter(_frozen(r) for r in after[t]) == Counter(
+            _frozen(r) for r in before[t]), t
+
+
+def test_recorded_sha256_mismatch_fails_the_file(spark: Any, workload: Workload,
+                                                 tmp_path_factory: pytest.TempPathFactory
+                                                 ) -> None:
+    """The archive's sidecar (``_meta/<name>.json``) records each file's sha256: a file
+    whose bytes differ from it fails (nothing from it lands); one recorded right loads."""
+    base = tmp_path_factory.mktemp("recorded")
+    d = base / "archive"
+    (d / "_meta").mkdir(parents=True)
+    files = workload.files[:3]
+    for i, f in enumerate(files):
+        shutil.copyfile(f, d / f.name)
+        sha = hashlib.sha256(f.read_bytes()).hexdigest()
+        (d / "_meta" / f"{f.name}.json").write_text(json.dumps(
+            {"sha256": sha if i != 1 else "0" * 64}))
+    settings = make_lake(spark, base, "recorded")
+    summary = load(spark, settings, [d], "recorded-1")
+    status = {x["file"]: x["status"] for x in summary.files}
+    assert status == {files[0].name: "loaded", files[1].name: "failed",
+                      files[2].name: "loaded"}
+    rows = {r["file"]: r for r in read_table(spark, settings, "files")}
+    assert "recorded when it was archived" in rows[files[1].name]["error"]
+    assert not [r for r in read_table(spark, settings, "row_changes")
+                if r["order_seq"] == binlog_seq(files[1])]
+
+
+def test_branch_publish_and_discard(spark: Any, workload: Workload, one_run: Lake,
+                                    tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Write-audit-publish: a load on a branch leaves main as it was; discarding the branch
+    changes nothing; loading again on a branch and publishing gives main the same contents as
+    one plain run over everything."""
+    from binlake.lake.job import run_load
+    from binlake.lake.publish import discard, publish
+
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "wap")
+    k = len(workload.files) // 2
+    load(spark, settings, workload.files[:k], "wap-1")
+    first = read_all(spark, settings)
+    s2 = run_load(spark, settings, [str(f) for f in workload.files[k:]], run_id="wap-2",
+                  branch="night-2")
+    assert not s2.failed and s2.branch == "night-2"
+    assert spark.conf.get("spark.wap.branch", None) is None  # the session is back on main
+    assert diff(frozen(first), snapshot(spark, settings)) == ""
+    on_branch = frozen({t: [r.asDict(recursive=True) for r in spark.read.option(
+        "branch", "night-2").table(settings.table(t)).collect()] for t in ["row_changes"]})
+    assert sum(on_branch["row_changes"].values()) > len(first["row_changes"])
+    assert "files" in discard(spark, settings, "night-2")
+    assert diff(frozen(first), snapshot(spark, settings)) == ""
+    s3 = run_load(spark, settings, [str(f) for f in workload.files[k:]], run_id="wap-3",
+                  branch="night-2b")
+    assert [f["status"] for f in s3.files] == ["loaded"] * (len(workload.files) - k)
+    published = publish(spark, settings, "night-2b")
+    assert published[-1] == "files" and "row_changes" in published
+    assert publish(spark, settings, "night-2b") == []  # idempotent
+    report = diff(one_run.snap, snapshot(spark, settings), "one run vs published: ")
+    assert not report, report
+    refs = spark.sql(f"SELECT name FROM {settings.table('row_changes')}.refs").collect()
+    assert [r[0] for r in refs] == ["main"]
 
 
 # -- damaged files ----------------------------------------------------------------------------------
@@ -1011,7 +1098,7 @@ def test_cli_load(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     n = len(built.transactions)
     assert out.startswith("binlake load "), out
     assert "(source cli): 1 file(s)" in out
-    assert f"loaded  {path.name}" in out
+    assert f"{'loaded':8} {path.name}" in out
     assert f"transactions: committed {n}" in out
     per_table = Counter(f"{e['db']}.{e['tbl']}" for e in expected_changes(built).values())
     for table, k in per_table.items():
@@ -1022,7 +1109,8 @@ def test_cli_load(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert rc == 0, out
     summary = json.loads(out)
     assert summary["source"] == "cli"
-    assert [(f["file"], f["status"]) for f in summary["files"]] == [(path.name, "loaded")]
+    # loaded before with the same bytes: skipped, and the summary still describes it
+    assert [(f["file"], f["status"]) for f in summary["files"]] == [(path.name, "skipped")]
     assert summary["rows"] == dict(per_table)
     assert summary["transactions"] == {"committed": n}
     assert summary["pending"] == []

@@ -81,8 +81,45 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
     ld.add_argument("--source-name", metavar="NAME", help="the source server's label")
     ld.add_argument("--json", action="store_true", help="print the summary as JSON")
+    ld.add_argument("--run-id", metavar="ID", help="the run's id (default: time + random)")
+    ld.add_argument("--branch", metavar="B", help="write every table on Iceberg branch B "
+                    "(write-audit-publish; `binlake publish --branch B` makes it main)")
+    ld.add_argument("--reload", action="store_true",
+                    help="decode files already loaded again (default: skip them)")
     ld.set_defaults(func=cmd_load)
+
+    pb = sub.add_parser("publish", help="publish (or discard) a load written on a branch",
+                        description="Fast-forward main of every lake table to branch B and "
+                        "drop B (--discard: drop B, main unchanged). See docs/lake.md.")
+    pb.add_argument("--branch", required=True, metavar="B")
+    pb.add_argument("--discard", action="store_true")
+    pb.add_argument("--config", metavar="F", help="TOML settings file")
+    pb.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
+    pb.set_defaults(func=cmd_publish)
     return p
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from .config import ConfigError, load_settings
+    from .lake.publish import discard, publish
+    from .lake.spark import SparkSetupError, build_session
+
+    try:
+        settings = load_settings(args.config)
+    except ConfigError as exc:
+        raise _Usage(str(exc)) from None
+    try:
+        spark = build_session(settings, master=args.master)
+    except SparkSetupError as exc:
+        print(f"binlake: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        done = (discard if args.discard else publish)(spark, settings, args.branch)
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    verb = "discarded" if args.discard else "published"
+    print(f"{verb} branch {args.branch}: {', '.join(done) if done else 'no table has it'}")
+    return 0
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -101,7 +138,11 @@ def cmd_load(args: argparse.Namespace) -> int:
     except SparkSetupError as exc:
         print(f"binlake: error: {exc}", file=sys.stderr)
         return 1
-    summary = run_load(spark, settings, args.sources)
+    try:
+        summary = run_load(spark, settings, args.sources, run_id=args.run_id,
+                           branch=args.branch, reload=args.reload)
+    except ValueError as exc:  # a bad branch name
+        raise _Usage(str(exc)) from None
     if args.json:
         print(json.dumps(summary.to_dict(), default=str))
     else:

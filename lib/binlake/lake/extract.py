@@ -323,8 +323,21 @@ def _arrow_schema() -> Any:
 
 
 def decode_tasks_arrow(batches: Any) -> Any:
-    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  Rows are built
-    as tuples and transposed once per batch (zip(*rows)), not appended column by column."""
+    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out."""
+    for tasks in batches:
+        for t in tasks.to_pylist():
+            engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
+                            for e in (t["engines"] or ()))
+            task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
+                             t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
+            yield from wide_batches(decode_range(task))
+
+
+def wide_batches(records: Any) -> Any:
+    """(kind, record) pairs -> Arrow record batches of WIDE_FIELDS.  A CHANGE record is a
+    :func:`change_tuple` or a :func:`change_record` dict; any other kind rides as JSON in
+    ``meta``.  Rows are built as tuples and transposed once per batch (zip(*rows)), not
+    appended column by column."""
     import pyarrow as pa
 
     schema = _arrow_schema()
@@ -336,28 +349,24 @@ def decode_tasks_arrow(batches: Any) -> Any:
         return pa.RecordBatch.from_arrays(
             [pa.array(col, type=typ) for col, typ in zip(zip(*rows), types)], schema=schema)
 
-    for tasks in batches:
-        for t in tasks.to_pylist():
-            engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
-                            for e in (t["engines"] or ()))
-            task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
-                             t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
-            rows: list[tuple[Any, ...]] = []
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    for kind, rec in records:
+        if kind == CHANGE:
+            if isinstance(rec, dict):
+                rec = tuple(rec[c] for c in _CHANGE_NAMES)
+            rows.append((kind, *rec, None))
+            size += len(rec[9] or "") + len(rec[10] or "")
+        else:
+            m = dumps(rec, default=str).decode()
+            rows.append((kind, *blank, m))
+            size += len(m)
+        if len(rows) >= _BATCH_ROWS or size >= _BATCH_BYTES:
+            yield batch(rows)
+            rows = []
             size = 0
-            for kind, rec in decode_range(task):
-                if kind == CHANGE:
-                    rows.append((kind, *rec, None))
-                    size += len(rec[9] or "") + len(rec[10] or "")
-                else:
-                    m = dumps(rec, default=str).decode()
-                    rows.append((kind, *blank, m))
-                    size += len(m)
-                if len(rows) >= _BATCH_ROWS or size >= _BATCH_BYTES:
-                    yield batch(rows)
-                    rows = []
-                    size = 0
-            if rows:
-                yield batch(rows)
+    if rows:
+        yield batch(rows)
 
 
 def meta_of(row: Any) -> dict[str, Any]:

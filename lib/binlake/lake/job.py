@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from .tables import (
     TRANSACTIONS,
     XA_PENDING,
     XA_PREPARES,
+    delete_where,
     ensure_tables,
 )
 
@@ -77,16 +79,30 @@ class LoadSummary:
     bytes: int = 0
     ranges: int = 0
     typed: dict[str, Any] = field(default_factory=dict)  # typed tables' report
+    branch: str | None = None  # the Iceberg branch written (write-audit-publish), or None
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
 
     @property
     def failed(self) -> list[dict[str, Any]]:
-        return [f for f in self.files if f["status"] != "loaded"]
+        """Files that did not land: ``failed`` (damaged, or not what was archived) and
+        ``conflict`` (loaded before with other content)."""
+        return [f for f in self.files if f["status"] in ("failed", "conflict")]
+
+    @property
+    def loaded(self) -> list[dict[str, Any]]:
+        return [f for f in self.files if f["status"] == "loaded"]
+
+    @property
+    def skipped(self) -> list[dict[str, Any]]:
+        """Files loaded by an earlier run with the same sha256: not decoded again."""
+        return [f for f in self.files if f["status"] == "skipped"]
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "source": self.source, "files": self.files,
                 "transactions": self.transactions, "rows": self.rows, "pending": self.pending,
                 "findings": self.findings, "seconds": self.seconds, "bytes": self.bytes,
-                "ranges": self.ranges, "typed": self.typed}
+                "ranges": self.ranges, "typed": self.typed, "branch": self.branch,
+                "timings": self.timings}
 
 
 # -- discovering input ------------------------------------------------------------------------
@@ -118,8 +134,9 @@ def discover(sources: Iterable[str]) -> list[BinlogFile]:
     return order_files(uris)
 
 
-def _sha256(uri: str) -> tuple[str, int]:
-    """sha256 and size of the stored object (runs on an executor)."""
+def _sha256(uri: str) -> tuple[str, int, str | None]:
+    """sha256 and size of the stored object, and the sha256 recorded when it was archived
+    (None when nothing was recorded).  Runs on an executor."""
     from ..source import _open_raw  # the stored bytes, compressed or not
 
     h = hashlib.sha256()
@@ -131,51 +148,165 @@ def _sha256(uri: str) -> tuple[str, int]:
                 break
             h.update(b)
             n += len(b)
-    return h.hexdigest(), n
+    return h.hexdigest(), n, recorded_sha256(uri)
+
+
+def recorded_sha256(uri: str) -> str | None:
+    """The sha256 the archive recorded for an object: S3 user metadata ``sha256``; for the
+    local-directory store, ``<dir>/_meta/<name>.json``'s ``"sha256"``."""
+    import json
+
+    loc = parse_location(uri)
+    if loc.scheme == "s3":
+        head = s3_client().head_object(Bucket=loc.bucket, Key=loc.key)
+        return (head.get("Metadata") or {}).get("sha256")
+    if not loc.path:
+        return None
+    side = os.path.join(os.path.dirname(loc.path), "_meta", os.path.basename(loc.path) + ".json")
+    try:
+        with open(side, encoding="utf-8") as fh:
+            value = json.load(fh).get("sha256")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:  # the file then fails, naming the sidecar
+        return f"(unreadable: {side}: {exc})"
+    return str(value) if value else None
 
 
 # -- the job ----------------------------------------------------------------------------------
 
 def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
-             run_id: str | None = None) -> LoadSummary:
+             run_id: str | None = None, branch: str | None = None,
+             reload: bool = False) -> LoadSummary:
+    """Load the binlog files named by ``sources`` (see :func:`discover`).
+
+    Files ``files`` already records as loaded with the same sha256 are skipped (``reload``
+    decodes them again and replaces what they contributed); a file whose content differs
+    from the loaded one is a ``conflict`` and is not touched.  With ``branch``, every table
+    is written on that Iceberg branch (write-audit-publish: :func:`publish` makes it main).
+    """
     t0 = time.time()
     run_id = run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+    summary = LoadSummary(run_id, settings.source, branch=branch)
+    with on_branch(spark, branch):
+        _run_load(spark, settings, list(sources), run_id, summary, reload)
+    summary.seconds = time.time() - t0
+    return summary
+
+
+@contextmanager
+def on_branch(spark: Any, branch: str | None) -> Iterator[None]:
+    """Within: Iceberg reads and writes go to ``branch`` (``spark.wap.branch``; created from
+    main by the first write).  Without a branch: main."""
+    if branch is None:
+        yield
+        return
+    check_branch_name(branch)
+    key = "spark.wap.branch"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, branch)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def check_branch_name(branch: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}", branch) or branch == "main":
+        raise ValueError(f"bad branch name {branch!r}: letters, digits, _ . - only, not main")
+
+
+def _loaded(spark: Any, settings: Settings) -> dict[str, tuple[str | None, bool]]:
+    """file name -> (sha256, was in use) of the files recorded as loaded for this source."""
+    return {r[0]: (r[1], bool(r[2])) for r in spark.table(settings.table(FILES)).where(
+        f"source = '{_q(settings.source)}' AND status = 'loaded'").select(
+        "file", "sha256", "in_use").collect()}
+
+
+def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
+              summary: LoadSummary, reload: bool) -> None:
     source = settings.source
-    summary = LoadSummary(run_id, source)
+    clock = time.time()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.time()
+        summary.timings[name] = round(summary.timings.get(name, 0.0) + now - clock, 3)
+        clock = now
+
     ensure_tables(spark, settings)
-    files = discover(sources)
-    if not files:
-        summary.seconds = time.time() - t0
-        return summary
+    everything = discover(sources)
+    if not everything:
+        return
     sc = spark.sparkContext
+    hashes = dict(zip([f.name for f in everything], sc.parallelize(
+        [f.uri for f in everything], max(1, len(everything))).map(_sha256).collect()))
+    summary.bytes = sum(h[1] for h in hashes.values())
+    phase("hash")
+
+    # What to do with each file: skip it (loaded before, same bytes), refuse it (loaded
+    # before, other bytes; or not what the archive recorded), or decode it.
+    loaded = _loaded(spark, settings)
+    files: list[BinlogFile] = []
+    failed: dict[str, str] = {}
+    others: list[dict[str, Any]] = []
+    for f in everything:
+        sha, size, recorded = hashes[f.name]
+        # A file loaded while the server was still writing it (in use) is loaded again
+        # when it has grown: what it gave before is replaced.
+        if f.name in loaded and not reload and not (loaded[f.name][1]
+                                                    and loaded[f.name][0] != sha):
+            if loaded[f.name][0] == sha:
+                others.append({"file": f.name, "seq": f.seq, "status": "skipped",
+                               "error": None, "size": size})
+            else:
+                others.append({"file": f.name, "seq": f.seq, "status": "conflict", "size": size,
+                               "error": f"{f.uri}: sha256 {sha} differs from the loaded "
+                                        f"file's {loaded[f.name][0]}: not loaded again"})
+            continue
+        if recorded is not None and recorded != sha:
+            failed[f.name] = (f"{f.uri}: sha256 {sha} differs from the sha256 {recorded} "
+                              "recorded when it was archived")
+        files.append(f)
+    if not files:
+        summary.files = others
+        summary.pending = _read_pending(spark, settings)
+        _summarize(spark, settings, summary, everything)
+        return
 
     # Plan: transaction-aligned ranges (a file that cannot even be split has failed).
     tasks: list[X.RangeTask] = []
-    failed: dict[str, str] = {}
     n_ranges: dict[str, int] = {}
     planned: list[tuple[BinlogFile, list[Any]]] = []
     for f in files:
+        n_ranges[f.name] = 0
+        if f.name in failed:
+            continue
         try:
             ranges = split_file(f.uri, target_bytes=settings.split_bytes,
                                 min_bytes=min(1 << 20, settings.split_bytes))
         except BinlogError as exc:
             failed[f.name] = str(exc)
-            n_ranges[f.name] = 0
             continue
         n_ranges[f.name] = len(ranges)
         planned.append((f, ranges))
     # Table engines from the DDL before each range (a range alone would not see it).
     seeds = X.engine_seeds([f.uri for f, _ in planned],
                            [[r.start for r in ranges] for _, ranges in planned])
+    newest = everything[-1]
     for (f, ranges), file_seeds in zip(planned, seeds):
         for k, r in enumerate(ranges):
             tasks.append(X.RangeTask(f.uri, f.name, f.seq, r.start, r.end, k,
-                                     f is files[-1] and k == len(ranges) - 1,
+                                     f is newest and k == len(ranges) - 1,
                                      tuple(settings.nontransactional), file_seeds[k]))
     summary.ranges = len(tasks)
-    hashes = dict(zip([f.name for f in files], sc.parallelize(
-        [f.uri for f in files], max(1, len(files))).map(_sha256).collect()))
-    summary.bytes = sum(size for _, size in hashes.values())
+    seqs = sorted({f.seq for f in files})
+    phase("plan")
 
     # Decode on the executors; the records come back as Arrow batches and stay in Spark.
     from pyspark import StorageLevel
@@ -187,15 +318,21 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
     records = tasks_df.mapInArrow(X.decode_tasks_arrow, X.WIDE_SCHEMA)
-    # Decoded once, read several times (small kinds, rows, transactions...): keep it on disk,
-    # so executor memory stays bounded whatever the input size.
-    records = records.persist(StorageLevel.DISK_ONLY)
+    # Decoded once, read several times (small kinds, rows, transactions...): cached, in
+    # memory while it fits and on disk beyond (Spark's storage memory bounds it).
+    records = records.persist(StorageLevel.MEMORY_AND_DISK)
     kind = F.col("kind")
+    # One pass for the driver's metadata: per-range facts, XA markers, table layouts,
+    # findings, and the PREPAREs without their rows (state, pks).
+    prep_fields = [c for c in PREP_COLS if c not in ("state", "pks")]
     small = [(r["kind"], X.meta_of(r)) for r in records.where(
-        kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING)).select("kind", "meta").collect()]
-    prep_meta = [r.asDict() for r in records.where(kind == X.XA_PREPARE).select(
-        F.from_json("meta", PREP_SCHEMA).alias("r")).select(
-        *[f"r.{c}" for c in PREP_COLS if c not in ("state", "pks")]).collect()]
+        kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING, X.XA_PREPARE)).select(
+        "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
+        "kind", F.when(kind == X.XA_PREPARE, F.to_json(F.struct(
+            *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta")).alias("meta"))
+        .collect()]
+    prep_meta = [{c: r.get(c) for c in prep_fields} for k, r in small if k == X.XA_PREPARE]
+    phase("decode")
     ranges_info = [r for k, r in small if k == X.RANGE]
     for info in ranges_info:
         if info["error"] and info["file"] not in failed:
@@ -203,7 +340,6 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     summary.findings = [dict(r, source=source) for k, r in small if k == X.FINDING]
     tables_seen = [r for k, r in small if k == X.TABLE]
     bad = sorted(failed)
-    seq_of = {f.name: f.seq for f in files}
 
     # XA pairing (driver; metadata only).
     resolutions, orphan_txns, xa_findings = _pair_xa(
@@ -218,50 +354,57 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     preps_df = records.where(kind == X.XA_PREPARE).select(
         F.from_json(meta, PREP_SCHEMA).alias("r")).select("r.*") \
         .where(~F.col("prepare_file").isin(bad))
+    # The XAs decided in this run get their rows at the COMMIT's position: on the executors,
+    # from this run's PREPARE records or the stored ones of earlier runs (the driver only
+    # ships the resolutions: positions, no rows).
     run_files = {f.name for f in files}
-    decided_here = [k for k in resolutions if k[0] in run_files]
-    xa_inputs: list[dict[str, Any]] = []
-    if decided_here:
-        keys = spark.createDataFrame(decided_here, "prepare_file STRING, prepare_pos BIGINT")
-        xa_inputs = [r.asDict() for r in preps_df.join(
-            F.broadcast(keys), ["prepare_file", "prepare_pos"], "left_semi").collect()]
-    xa_inputs += _earlier_prepares(spark, settings, resolutions, run_files)
-    xa_records = [rec for p in xa_inputs for rec in _decide_xa(p, resolutions)]
-    xa_changes = [tuple(r[c] for c in CHANGE_COLS) for k, r in xa_records if k == X.CHANGE]
-    xa_txns = [tuple(r[c] for c in TXN_COLS) for k, r in xa_records if k == X.TXN]
-    xa_txns += [tuple(t[c] for c in TXN_COLS) for t in orphan_txns]
-    if xa_changes:
-        changes = changes.unionByName(spark.createDataFrame(xa_changes, CHANGE_SCHEMA))
-    if xa_txns:
-        txns = txns.unionByName(spark.createDataFrame(xa_txns, TXN_SCHEMA))
+    xa_records = None
+    if resolutions:
+        import orjson
+
+        res_df = spark.createDataFrame(
+            [(pf, pp, orjson.dumps(r).decode()) for (pf, pp), r in resolutions.items()],
+            "prepare_file STRING, prepare_pos BIGINT, resolution STRING")
+        cols = ["prepare_file", "prepare_pos", "state", "pks"]
+        stored = spark.table(settings.table(XA_PREPARES)).where(
+            (F.col("source") == settings.source)
+            & ~F.col("prepare_file").isin(sorted(run_files))).select(*cols)
+        xa_records = preps_df.select(*cols).unionByName(stored).join(
+            F.broadcast(res_df), ["prepare_file", "prepare_pos"]).mapInArrow(
+            decide_xa_arrow, X.WIDE_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
+        changes = changes.unionByName(
+            xa_records.where(kind == X.CHANGE).select(*CHANGE_COLS))
+        txns = txns.unionByName(xa_records.where(kind == X.TXN).select(
+            F.from_json(meta, TXN_SCHEMA).alias("r")).select("r.*"))
+    if orphan_txns:
+        txns = txns.unionByName(spark.createDataFrame(
+            [tuple(t[c] for c in TXN_COLS) for t in orphan_txns], TXN_SCHEMA))
     preps = preps_df
     stmts = records.where(kind == X.STATEMENT).select(F.from_json(
         meta, "file STRING, statement_pos BIGINT, statement STRING").alias("r")).select(
         "r.file", F.col("r.statement_pos").alias("pos"), "r.statement").where(
         ~F.col("file").isin(bad))
 
-    _merge(spark, settings, ROW_CHANGES, changes,
-           ["order_seq", "order_pos", "order_idx"], run_id,
-           {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
-    _merge(spark, settings, TRANSACTIONS, txns,
-           ["order_seq", "order_pos"], run_id,
-           {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
-    _merge(spark, settings, STATEMENTS, stmts.dropDuplicates(["file", "pos"]), ["file", "pos"],
-           run_id, {}, drop=[])
-    _merge(spark, settings, XA_PREPARES, preps,
-           ["prepare_seq", "prepare_pos"], run_id,
-           {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[])
+    # What these files contributed before (a run killed halfway, or ``reload``) goes first:
+    # then plain appends, no joins against the growing tables.
+    in_seqs = ",".join(str(n) for n in seqs)
+    _replace(spark, settings, ROW_CHANGES, changes, f"order_seq IN ({in_seqs})", run_id,
+             {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
+    _replace(spark, settings, TRANSACTIONS, txns, f"order_seq IN ({in_seqs})", run_id,
+             {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
+    _replace(spark, settings, STATEMENTS, stmts.dropDuplicates(["file", "pos"]),
+             f"file IN ({_in([f.name for f in files])})", run_id, {}, drop=[])
+    _replace(spark, settings, XA_PREPARES, preps, f"prepare_seq IN ({in_seqs})", run_id,
+             {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[])
 
+    phase("write")
     # Typed per-table changelog and mirror tables (when the binlog names the columns).
-    import importlib
+    if tables_seen:
+        from . import typed
 
-    try:
-        typed: Any = importlib.import_module(".typed", __package__)
-    except ModuleNotFoundError:  # typed tables not built yet
-        typed = None
-    if typed is not None and tables_seen:
-        summary.typed = typed.apply(spark, settings, tables_seen, run_id)
+        summary.typed = typed.apply(spark, settings, tables_seen, run_id, seqs=seqs)
 
+    phase("typed")
     # Files last: a file's row says "loaded" only once its data is in.
     file_rows = _file_rows(files, ranges_info, failed, hashes, n_ranges, run_id, source)
     fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
@@ -271,22 +414,57 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     # Derived state last: it needs the files' timestamps (the XA ages).
     summary.pending = _refresh_pending(spark, settings, run_id)
     records.unpersist()
+    if xa_records is not None:
+        xa_records.unpersist()
+    phase("finish")
+    summary.files = sorted(
+        [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20], "size": r[3]}
+         for r in file_rows] + others, key=lambda f: (f["seq"], f["file"]))
+    _summarize(spark, settings, summary, everything)
 
-    # Summary (small aggregates of what this run's files hold).
+
+def _summarize(spark: Any, settings: Settings, summary: LoadSummary,
+               files: list[BinlogFile]) -> None:
+    """Small aggregates of what the lake holds for these files."""
+    src = _q(settings.source)
     stats = spark.sql(
         f"SELECT status, count(*) n FROM {settings.table(TRANSACTIONS)} WHERE source = "
-        f"'{_q(source)}' AND end_file IN ({_in([f.name for f in files])}) GROUP BY status"
+        f"'{src}' AND end_file IN ({_in([f.name for f in files])}) GROUP BY status"
     ).collect()
     summary.transactions = {r["status"]: r["n"] for r in stats}
     rows = spark.sql(
         f"SELECT concat(db, '.', tbl) t, count(*) n FROM {settings.table(ROW_CHANGES)} "
-        f"WHERE source = '{_q(source)}' AND order_seq IN "
-        f"({','.join(str(seq_of[f.name]) for f in files)}) GROUP BY db, tbl").collect()
+        f"WHERE source = '{src}' AND order_seq IN "
+        f"({','.join(str(f.seq) for f in files)}) GROUP BY db, tbl").collect()
     summary.rows = {r["t"]: r["n"] for r in rows}
-    summary.files = [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20],
-                      "size": r[3]} for r in file_rows]
-    summary.seconds = time.time() - t0
-    return summary
+
+
+def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
+    return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
+            .where(f"source = '{_q(settings.source)}'")
+            .orderBy("prepare_seq", "prepare_pos").collect()]
+
+
+def _replace(spark: Any, settings: Settings, table: str, df: Any, where: str, run_id: str,
+             derived: dict[str, str], drop: list[str]) -> None:
+    """Delete this source's rows matching ``where`` (what the run's files contributed
+    before), then append ``df``: two Iceberg commits; a rerun repeats both."""
+    target = settings.table(table)
+    delete_where(spark, target, f"source = '{_q(settings.source)}' AND ({where})")
+    _shape(spark, settings, target, df, run_id, derived, drop).writeTo(target).append()
+
+
+def _shape(spark: Any, settings: Settings, target: str, df: Any, run_id: str,
+           derived: dict[str, str], drop: list[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    df = df.withColumn("source", F.lit(settings.source)).withColumn("run_id", F.lit(run_id))
+    for col, expr in derived.items():
+        df = df.withColumn(col, F.expr(expr))
+    for col in drop:
+        df = df.drop(col)
+    cols = [f.name for f in spark.table(target).schema.fields]
+    return df.select(*cols)
 
 
 def _q(s: str) -> str:
@@ -301,18 +479,9 @@ def _merge(spark: Any, settings: Settings, table: str, df: Any, keys: list[str],
            derived: dict[str, str], drop: list[str], update: bool = False) -> None:
     """MERGE df into the table on (source, *keys): insert missing rows (update matched ones
     when ``update``).  Idempotent by construction."""
-    from pyspark.sql import functions as F
-
-    df = df.withColumn("source", F.lit(settings.source)).withColumn("run_id", F.lit(run_id))
-    for col, expr in derived.items():
-        df = df.withColumn(col, F.expr(expr))
-    for col in drop:
-        df = df.drop(col)
     target = settings.table(table)
-    cols = [f.name for f in spark.table(target).schema.fields]
-    df = df.select(*cols)
     view = f"binlake_src_{table}"
-    df.createOrReplaceTempView(view)
+    _shape(spark, settings, target, df, run_id, derived, drop).createOrReplaceTempView(view)
     on = " AND ".join(f"t.{k} = s.{k}" for k in ["source", *keys])
     sql = f"MERGE INTO {target} t USING {view} s ON {on} "
     if update:
@@ -400,26 +569,19 @@ def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
             "statements": None, "order_seq": part["seq"], "order_pos": part["end_pos"]}
 
 
-def _earlier_prepares(spark: Any, settings: Settings,
-                      resolutions: dict[tuple[str, int], dict[str, Any]],
-                      run_files: set[str]) -> list[dict[str, Any]]:
-    """The stored prepare groups (with their rows) of earlier runs decided in this run."""
-    from pyspark.sql import functions as F
+def decide_xa_arrow(batches: Any) -> Any:
+    """mapInArrow function (executors): prepare groups joined with their resolution in,
+    the decided transactions and their row changes out (WIDE_FIELDS batches)."""
+    import orjson
 
-    keys = [k for k in resolutions if k[0] not in run_files]
-    if not keys:
-        return []
-    wanted = spark.createDataFrame(keys, "prepare_file STRING, prepare_pos BIGINT")
-    rows = (spark.table(settings.table(XA_PREPARES))
-            .where(F.col("source") == settings.source)
-            .join(F.broadcast(wanted), ["prepare_file", "prepare_pos"], "left_semi")
-            .select(*PREP_COLS).collect())
-    out = []
-    for r in rows:
-        d = r.asDict()
-        d["prepared_ts"] = None
-        out.append(d)
-    return out
+    def records() -> Iterator[tuple[str, Any]]:
+        for b in batches:
+            for row in b.to_pylist():
+                res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
+                    row["resolution"])}
+                yield from _decide_xa(row, res)
+
+    yield from X.wide_batches(records())
 
 
 def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
@@ -470,8 +632,7 @@ def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[s
 
     # overwrite(condition), not overwritePartitions(): an empty result must clear the source
     df.writeTo(settings.table(XA_PENDING)).overwrite(F.col("source") == settings.source)
-    return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
-            .where(f"source = '{src}'").orderBy("prepare_seq", "prepare_pos").collect()]
+    return _read_pending(spark, settings)
 
 
 FILE_SCHEMA = ("source STRING, file STRING, seq INT, size BIGINT, sha256 STRING, uri STRING, "
@@ -483,7 +644,7 @@ FILE_SCHEMA = ("source STRING, file STRING, seq INT, size BIGINT, sha256 STRING,
 
 
 def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
-               failed: dict[str, str], hashes: dict[str, tuple[str, int]],
+               failed: dict[str, str], hashes: dict[str, tuple[str, int, str | None]],
                n_ranges: dict[str, int], run_id: str, source: str) -> list[tuple[Any, ...]]:
     by_file: dict[str, list[dict[str, Any]]] = {}
     for info in ranges_info:
@@ -499,7 +660,7 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
         err_offset = next((i["error_offset"] for i in infos if i["error"]), None)
         ends_with = infos[-1]["ends_with"] if infos else None
         in_use = fde.get("in_use")
-        sha, size = hashes.get(f.name, (None, None))
+        sha, size, _ = hashes.get(f.name, (None, None, None))
         status = "failed" if f.name in failed else "loaded"
         rows.append((source, f.name, f.seq, size, sha, f.uri, fde.get("server_version"),
                      fde.get("flavor"), fde.get("checksum_alg"), in_use,
@@ -514,8 +675,14 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
 def summary_text(s: LoadSummary) -> str:
     lines = [f"binlake load {s.run_id} (source {s.source}): {len(s.files)} file(s), "
              f"{s.bytes / 1e6:.1f} MB in {s.ranges} range(s), {s.seconds:.1f} s"]
+    if s.branch:
+        lines.append(f"written on branch {s.branch} (binlake publish --branch {s.branch})")
+    if s.timings:
+        lines.append("phases: " + ", ".join(f"{k} {v:.1f} s" for k, v in s.timings.items()))
     for f in s.files:
-        lines.append(f"  {f['status']:7} {f['file']}" + (f"  {f['error']}" if f["error"] else ""))
+        lines.append(f"  {f['status']:8} {f['file']}" + (f"  {f['error']}" if f["error"] else ""))
+    if s.files and not s.loaded and not s.failed:
+        lines.append("nothing new: every file was loaded before")
     if s.transactions:
         lines.append("transactions: " + ", ".join(f"{k} {v}" for k, v in
                                                    sorted(s.transactions.items())))

@@ -58,10 +58,27 @@ DDL: dict[str, tuple[str, str]] = {
 }
 
 
+# Every binlake table: Iceberg v2, row-level deletes as delete files, no shuffle before a
+# write (fan-out writers instead of a sort), and write-audit-publish allowed (a run may write
+# on a branch that publishing fast-forwards main to).
+TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
+                 "'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read', "
+                 "'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true', "
+                 "'write.wap.enabled'='true'")
+
+
 def ensure_tables(spark: Any, settings: Settings) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     for name, (cols, partitioning) in DDL.items():
         spark.sql(f"CREATE TABLE IF NOT EXISTS {settings.table(name)} ({cols}) USING iceberg "
-                  f"PARTITIONED BY ({partitioning}) "
-                  "TBLPROPERTIES ('format-version'='2', 'write.merge.mode'='merge-on-read', "
-                  "'write.distribution-mode'='none')")
+                  f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ({TBLPROPERTIES})")
+
+
+def delete_where(spark: Any, table: str, condition: str) -> bool:
+    """DELETE the rows matching ``condition``, only if there are any: a DELETE that matches
+    nothing would still commit an (empty) snapshot into the table's history.  Usually cheap:
+    the files' column statistics rule most of them out without reading them."""
+    if not spark.table(table).where(condition).limit(1).count():
+        return False
+    spark.sql(f"DELETE FROM {table} WHERE {condition}")
+    return True

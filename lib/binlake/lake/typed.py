@@ -173,15 +173,12 @@ from ..config import Settings
 from ..constants import ColumnType as T
 from ..rowcodec import column_codec
 from ..tablemap import Column, _resolve_meta, type_name
-from .tables import ROW_CHANGES
+from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where
 
 LAYOUTS = "typed_layouts"
 CHANGELOG_PREFIX = "changelog__"
 MIRROR_PREFIX = "mirror__"
 WATERMARK = "binlake.watermark."
-TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
-                 "'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read', "
-                 "'write.distribution-mode'='none'")
 LAYOUTS_DDL = ("source STRING NOT NULL, db STRING NOT NULL, tbl STRING NOT NULL, "
                "seq INT NOT NULL, pos BIGINT NOT NULL, layout STRING, columns STRING, "
                "primary_key STRING, has_names BOOLEAN, run_id STRING")
@@ -605,6 +602,14 @@ def _after(wm: tuple[int, int, int] | None, cols: tuple[str, str, str] = ORDER,
 # -- the step ------------------------------------------------------------------------------
 
 
+def watermark_key(spark: Any, settings: Settings) -> str:
+    """The mirror's watermark property: ``binlake.watermark.<source>`` on main; on a
+    write-audit-publish branch ``...<source>@<branch>`` (table properties are not per branch:
+    publishing moves the branch's value to the main key)."""
+    branch = spark.conf.get("spark.wap.branch", None)
+    return WATERMARK + settings.source + (f"@{branch}" if branch else "")
+
+
 def _layout_id(r: dict[str, Any]) -> str:
     key = [r["columns"], r.get("primary_key"), bool(r.get("has_names"))]
     return hashlib.sha1(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
@@ -656,7 +661,7 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
 
 
 def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
-          run_id: str) -> dict[str, Any]:
+          run_id: str, seqs: list[int] | None = None) -> dict[str, Any]:
     """Create/evolve and fill the typed changelog and mirror tables of every table seen in
     this run (see the module doc).  Returns a report: ``tables`` (per ``db.tbl``: table
     names, ``created``, ``evolved`` statements, ``changelog_rows`` inserted, ``mirror_rows``
@@ -669,7 +674,7 @@ def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
     layouts = _sync_layouts(spark, settings, tables_seen, run_id)
     for db, tbl in sorted(layouts):
         t0 = time.time()
-        rep = _apply_table(spark, settings, db, tbl, layouts[(db, tbl)])
+        rep = _apply_table(spark, settings, db, tbl, layouts[(db, tbl)], seqs)
         rep["seconds"] = round(time.time() - t0, 3)
         report["tables"][f"{db}.{tbl}"] = rep
         report["created"] += rep["created"]
@@ -682,7 +687,7 @@ def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
 
 
 def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
-                 layouts: list[Layout]) -> dict[str, Any]:
+                 layouts: list[Layout], seqs: list[int] | None) -> dict[str, Any]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -700,6 +705,7 @@ def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
 
     # Schema: plan on the changelog, then bring the mirror to the same typed columns.
     cl_exists = _exists(spark, cl)
+    mirror_existed = _exists(spark, mirror)
     existing = _typed_columns(spark, cl, CL_META) if cl_exists else []
     plan = plan_schema(existing, named)
     if not cl_exists:
@@ -713,9 +719,11 @@ def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
     slots = slots_of[id(newest)]
     pk_slots = [slots[c] for c in newest.pk] if newest.pk and all(
         c in slots for c in newest.pk) else []
+    # Only the run's files' changes, unless a typed table is new (then all of row_changes).
+    full = seqs is None or not cl_exists or bool(pk_slots and not mirror_existed)
     if pk_slots:
         rep["mirror"] = mirror
-        if not _exists(spark, mirror):
+        if not mirror_existed:
             _create(spark, mirror, list(plan.columns.items()), plan.comments, MIRROR_META,
                     None)
             rep["created"].append(mirror)
@@ -727,30 +735,30 @@ def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
                                if _exists(spark, mirror) else ""))
     wm = None
     if pk_slots:
-        raw = _props(spark, mirror).get(WATERMARK + settings.source)
+        props = _props(spark, mirror)
+        raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
         if raw:
             s, p, i = (int(x) for x in raw.split(","))
             wm = (s, p, i)
 
-    # Candidates: changes not in the changelog yet, or newer than the mirror's watermark.
+    # Candidates: the changes of the run's files (the changelog's rows for those files are
+    # replaced; the mirror takes those newer than its watermark).
     src = lit(settings.source)
-    rc = spark.table(settings.table(ROW_CHANGES)).where(
-        f"source = {src} AND db = {lit(db)} AND tbl = {lit(tbl)}").select(
+    scope = "" if full else f" AND order_seq IN ({', '.join(str(n) for n in seqs or [])})"
+    cand = spark.table(settings.table(ROW_CHANGES)).where(
+        f"source = {src} AND db = {lit(db)} AND tbl = {lit(tbl)}{scope}").select(
         "txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before", "after",
-        "file", "pos")
-    seen = spark.table(cl).where(f"_source = {src}").select(
-        F.col("_order_seq").alias("order_seq"), F.col("_order_pos").alias("order_pos"),
-        F.col("_order_idx").alias("order_idx"), F.lit(True).alias(f"{INTERNAL}in_cl"))
-    cand = rc.join(seen, ["order_seq", "order_pos", "order_idx"], "left").where(
-        f"{INTERNAL}in_cl IS NULL" + (f" OR {_after(wm, RC_ORDER)}" if pk_slots else ""))
+        "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
+    delete_where(spark, cl, f"_source = {src}"
+                 + ("" if full else scope.replace("order_seq", "_order_seq")))
     cand = cand.withColumn(f"{INTERNAL}seq", F.expr(
         "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
-    seqs: set[int] | None = None
+    cand_seqs: set[int] | None = None
     if len({lay.seq for lay in layouts}) > MAX_POINTS:  # only the candidates' files
         cand = cand.persist(StorageLevel.MEMORY_AND_DISK)
-        seqs = {r[0] for r in cand.select(f"{INTERNAL}seq").distinct().collect()}
+        cand_seqs = {r[0] for r in cand.select(f"{INTERNAL}seq").distinct().collect()}
     try:
-        conv = _convert(cand, layouts, named, slots_of, plan, seqs, pk_slots)
+        conv = _convert(cand, layouts, named, slots_of, plan, cand_seqs, pk_slots)
         conv = conv.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             _fill(spark, settings, conv, cl, mirror, plan, pk_slots, wm, rep)
@@ -912,15 +920,11 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
                             "in force does not name")
     typed = list(plan.columns)
     if stats["cl"]:
-        view = f"{INTERNAL}changelog_src"
+        cols = [f.name for f in spark.table(cl).schema.fields]
         conv.where(new_cl).select(
             *[F.col(q(c)) for c in typed], "_op", *ORDER, "_commit_ts", "_txn_id",
-            F.lit(settings.source).alias("_source"), "_absent").createOrReplaceTempView(view)
-        cols = [*typed, *(n for n, _ in CL_META)]
-        on = " AND ".join(f"t.{c} = s.{c}" for c in ("_source", *ORDER))
-        spark.sql(f"MERGE INTO {cl} t USING {view} s ON {on} WHEN NOT MATCHED THEN INSERT "
-                  f"({', '.join(q(c) for c in cols)}) VALUES "
-                  f"({', '.join('s.' + q(c) for c in cols)})")
+            F.lit(settings.source).alias("_source"), "_absent").select(
+            *[F.col(q(c)) for c in cols]).writeTo(cl).append()
         rep["changelog_rows"] = int(stats["cl"])
     if not pk_slots or not stats["delta"]:
         return
@@ -942,7 +946,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
         spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
-                  f"({lit(WATERMARK + settings.source)} = '{last[0]},{last[1]},{last[2]}')")
+                  f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
 
 
 def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan: Plan,
