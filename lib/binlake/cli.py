@@ -82,7 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("--source-name", metavar="NAME", help="the source server's label")
     ld.add_argument("--json", action="store_true", help="print the summary as JSON")
     ld.set_defaults(func=cmd_load)
+
+    from .quality.cli import add_parser as add_validate
+
+    add_validate(sub, cmd_validate)
     return p
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .quality.cli import cmd_validate as run
+
+    return run(args, _Usage)
 
 
 def cmd_load(args: argparse.Namespace) -> int:

@@ -105,7 +105,7 @@ def sha256_of(uri: str) -> tuple[str, int]:
         body = s3_client().get_object(Bucket=loc.bucket, Key=loc.key)["Body"]
         chunks: Iterator[bytes] = iter(lambda: body.read(1 << 20), b"")
     else:
-        fh = open(loc.path, "rb")  # noqa: SIM115 - closed below
+        fh = open(loc.path or uri, "rb")  # noqa: SIM115 - closed below
         chunks = iter(lambda: fh.read(1 << 20), b"")
     try:
         for b in chunks:
@@ -294,8 +294,8 @@ def file_records(task: FileTask) -> Iterator[tuple[str, Any]]:
         del builder.incomplete[n_incomplete:]
         builder.findings[n_findings:] = [
             f for f in builder.findings[n_findings:] if f.kind != F.OPEN_TRANSACTION_AT_EOF]
-    for t in builder.incomplete:
-        yield GROUP, _group_record(t, "incomplete")
+    for txn in builder.incomplete:
+        yield GROUP, _group_record(txn, "incomplete")
     for f in [*checker.findings, *builder.findings]:
         if f.kind in KEPT_FINDINGS:
             yield FINDING, {"kind": f.kind, "severity": f.severity, "file": f.file or task.file,

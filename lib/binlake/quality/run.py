@@ -94,8 +94,11 @@ def data_docs_dir(settings: Settings) -> str:
 def _context(docs: str) -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
     import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
     ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     for name in list(ctx.get_site_names()):  # the ephemeral default site lives in a tmp dir
         ctx.delete_data_docs_site(name)
     if docs.startswith("s3://"):
@@ -222,6 +225,15 @@ def write_results(spark: Any, settings: Settings, report: ValidationReport) -> N
             conf.set("spark.wap.branch", wap)
 
 
+def check_sources(sources: list[str]) -> None:
+    """Local sources must exist (s3:// ones are listed by discover())."""
+    if not sources:
+        raise InputError("no source given")
+    for src in sources:
+        if "://" not in src and not os.path.exists(src):
+            raise InputError(f"{src}: no such file or directory")
+
+
 # -- the API ------------------------------------------------------------------------------------
 
 def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
@@ -231,6 +243,7 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
     prefixes, as ``binlake load``) and, with ``lake``, what the lake (as of ``branch``) holds of
     them.  Writes Data Docs and, with ``write``, the ``validation_results`` rows."""
     t0 = time.time()
+    check_sources(sources)
     files = discover(sources)
     if not files:
         raise InputError(f"no binlog files in {', '.join(sources) or '(nothing given)'}")
