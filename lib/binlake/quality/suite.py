@@ -43,6 +43,8 @@ class Check:
     def expectation(self) -> Any:
         exp = self.make()
         exp.meta = {"check": self.name, "family": self.family, "severity": self.severity}
+        # GX's own severity (1.x FailureSeverity) says the same in Data Docs
+        exp.severity = "critical" if self.severity == ERROR else "warning"
         return exp
 
 
