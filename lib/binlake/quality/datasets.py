@@ -121,7 +121,7 @@ def lake_pending_groups(spark: Any, settings: Settings, first_seq: int, run_file
         counts: tuple[int, ...] = (0,) * 6
         if r["state"]:
             (txn,) = load_pending(r["state"])
-            counts = X._counts(txn)
+            counts = X.op_counts(txn)
         out.append((r["prepare_file"], r["prepare_seq"], r["prepare_pos"], r["prepare_end_pos"],
                     "xa_prepare", "xa", "xa_prepared", "XA_PREPARE", r["prepare_gtid"], r["ts"],
                     f"{r['xa_format_id']}:{r['xa_gtrid']}:{r['xa_bqual']}", *counts))

@@ -200,7 +200,7 @@ def _event_row(ev: Event, seq: int) -> tuple[Any, ...]:
             sq if isinstance(sq, int) else None, length if isinstance(length, int) else None)
 
 
-def _counts(t: Transaction) -> tuple[int, ...]:
+def op_counts(t: Transaction) -> tuple[int, ...]:
     """(inserts, updates, deletes) applied, then the same for non-transactional tables only
     (what survives an XA ROLLBACK)."""
     n = [0] * 6
@@ -227,7 +227,7 @@ def _group_record(item: Transaction | XaMarker, status: str | None = None) -> di
                 "xa_xid": _xid_text(item.xid), "inserts": 0, "updates": 0, "deletes": 0,
                 "nt_inserts": 0, "nt_updates": 0, "nt_deletes": 0}
     p = item.part
-    ins, upd, dele, nti, ntu, ntd = _counts(item)
+    ins, upd, dele, nti, ntu, ntd = op_counts(item)
     status = status or item.status
     record = "xa_prepare" if status == XA_PREPARED else (
         "incomplete" if status == "incomplete" else "txn")
