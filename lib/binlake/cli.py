@@ -96,7 +96,17 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--config", metavar="F", help="TOML settings file")
     pb.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
     pb.set_defaults(func=cmd_publish)
+
+    from .quality.cli import add_parser as add_validate
+
+    add_validate(sub, cmd_validate)
     return p
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .quality.cli import cmd_validate as run
+
+    return run(args, _Usage)
 
 
 def cmd_publish(args: argparse.Namespace) -> int:

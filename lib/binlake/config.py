@@ -53,6 +53,9 @@ class Settings:
     s3_endpoint_url: str = ""
     # XA prepared longer than this (seconds) is flagged by verify / the expectations
     xa_max_age: float = 86400.0
+    # Great Expectations Data Docs of `binlake validate` (a directory or s3:// prefix);
+    # default: <home>/data_docs
+    data_docs_dir: str = ""
     # Tables on non-transactional engines the binlog's own DDL does not show ("db.table")
     nontransactional: tuple[str, ...] = ()
 

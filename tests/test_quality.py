@@ -1,0 +1,368 @@
+"""binlake.quality: the Great Expectations suite, on real binlogs only.
+
+* a private MariaDB server writes four files (FLUSH BINARY LOGS between them, the fourth still
+  open): DDL, InnoDB and MyISAM rows, a savepoint, an XA prepared in file 2 and committed in
+  file 3, an XA left prepared in file 3 with events two seconds later.  They are loaded into a
+  lake (``run_load``, typed tables on: ``binlog_row_metadata=FULL``) and pass every expectation,
+  reconciliation included; copies the tests break on purpose (a byte flipped, the middle file
+  removed, a file cut short, the XA COMMIT's file alone) each fail only their family;
+* the shared corpus (../shared/corpus, MANIFEST.md): the hand-edited crash-recovery files of
+  the MySQL test suite (``binlog_recovery/``), a truncated file, a clean MySQL 8 chain, and a
+  MySQL 8 file whose transaction_length we edit (CRC32 recomputed).
+
+Every test asserts the exact set of failed expectations, so a missing check and an over-eager
+one both fail.  What a removed middle file fails: it breaks two independent things, the file
+chain (positions: the Rotate names a file that is not next, a sequence number is missing) and
+GTID continuity (gtid: the next file's Gtid_list holds GTIDs no file has; for MariaDB the
+domain's seq_no jump is a warning), and the suite reports both -- plus what the lost events
+were needed for (here the XA PREPARE whose COMMIT is in the next file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from binlake.constants import EventType
+from binlake.reader import BinlogReader
+
+from .corpus import CORPUS, require_corpus
+from .servers import start_server
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+pytest.importorskip("pyspark")
+pytest.importorskip("great_expectations")
+
+R = "mysql-8.0/std_data/binlog_recovery/"
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark(spark_lake: Any) -> Iterator[Any]:
+    yield spark_lake
+
+
+def make_settings(spark: Any, base: Path, name: str, **overrides: Any) -> Any:
+    """Settings of a fresh lake (own home and catalog name) registered on the shared session."""
+    from binlake.config import load_settings
+    from binlake.lake.spark import build_session
+
+    settings = load_settings(env={"BINLAKE_HOME": str(base / name),
+                                  "BINLAKE_CATALOG_NAME": f"gx_{name}"}, **overrides)
+    build_session(settings, master="local[2]")
+    return settings
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> dict[str, Any]:
+    """Four binlog files of a private MariaDB server (the fourth still open), copied."""
+    srv = start_server(tmp_path_factory.mktemp("gx-srv"), mariadb_template)
+    out = tmp_path_factory.mktemp("gx-binlogs")
+    try:
+        srv.execute("SET GLOBAL binlog_row_metadata = 'FULL'")
+        srv.execute(["CREATE DATABASE d",
+                     "CREATE TABLE d.t (a INT PRIMARY KEY, b VARCHAR(20)) ENGINE=InnoDB",
+                     "CREATE TABLE d.m (a INT PRIMARY KEY) ENGINE=MyISAM",
+                     "INSERT INTO d.t VALUES (1, 'x'), (2, 'y'), (3, 'z')",
+                     "INSERT INTO d.m VALUES (1), (2)"])
+        srv.flush_binary_logs()
+        srv.execute(["BEGIN", "INSERT INTO d.t VALUES (4, 'v')",
+                     "UPDATE d.t SET b = 'w' WHERE a = 1", "SAVEPOINT s",
+                     "INSERT INTO d.t VALUES (5, 'u')", "ROLLBACK TO SAVEPOINT s", "COMMIT",
+                     "DELETE FROM d.t WHERE a = 2", "DELETE FROM d.m WHERE a = 1",
+                     "XA START 'x1'", "INSERT INTO d.t VALUES (10, 'xa')", "XA END 'x1'",
+                     "XA PREPARE 'x1'"])
+        srv.flush_binary_logs()
+        srv.execute(["XA COMMIT 'x1'", "INSERT INTO d.t VALUES (11, 'after')",
+                     "XA START 'p1'", "INSERT INTO d.t VALUES (20, 'pending')", "XA END 'p1'",
+                     "XA PREPARE 'p1'"])
+        time.sleep(2.2)  # the pending XA gets older than 1 s before the file's last event
+        srv.execute("INSERT INTO d.m VALUES (3)")
+        srv.flush_binary_logs()
+        srv.execute("UPDATE d.t SET b = 'open' WHERE a = 3")
+        files = srv.binlog_files()
+        assert len(files) == 4
+        copies = []
+        for f in files:
+            shutil.copyfile(f, out / f.name)
+            copies.append(out / f.name)
+        state = {t: srv.execute(f"SELECT count(*) FROM d.{t}")[0][0] for t in ("t", "m")}
+    finally:
+        srv.stop(timeout=30)
+    return {"dir": out, "files": copies, "counts": state}
+
+
+@pytest.fixture(scope="module")
+def lake(spark: Any, stream: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from binlake.lake.job import run_load
+
+    settings = make_settings(spark, tmp_path_factory.mktemp("gx-lakes"), "main")
+    summary = run_load(spark, settings, [str(stream["dir"])], run_id="load-1")
+    assert not summary.failed, summary.files
+    return settings
+
+
+@pytest.fixture(scope="module")
+def plain(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Settings for validations without the lake (results still go to this catalog)."""
+    return make_settings(spark, tmp_path_factory.mktemp("gx-plain"), "plain")
+
+
+def run(spark: Any, settings: Any, sources: list[Any], *, lake: bool = False,
+        run_id: str = "t", **kw: Any) -> Any:
+    from binlake.quality import validate
+
+    return validate(spark, settings, [str(s) for s in sources], run_id=run_id, lake=lake, **kw)
+
+
+def failed(report: Any, severity: str | None = None) -> set[str]:
+    return {r["expectation"] for r in report.failed(severity)}
+
+
+def show(report: Any) -> str:
+    return "\n".join(f"{r['severity']} {r['expectation']}: {r['observed']} "
+                     f"{json.dumps(r['details'], default=str)[:400]}" for r in report.failed())
+
+
+def copy(files: list[Path], dest: Path) -> list[Path]:
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f in files:
+        shutil.copyfile(f, dest / f.name)
+        out.append(dest / f.name)
+    return out
+
+
+def top_events(path: Path) -> list[Any]:
+    return [ev for ev in BinlogReader(path) if ev.payload_index is None]
+
+
+# -- the MariaDB stream -------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_clean_stream_and_lake_pass(spark: Any, lake: Any, stream: dict[str, Any]) -> None:
+    from binlake.quality.suite import FAMILIES, checks
+
+    # A branch the tables do not have: read from main.
+    report = run(spark, lake, [stream["dir"]], lake=True, run_id="clean", branch="no-such")
+    assert report.success and not report.failed(), show(report)
+    assert {r["expectation"] for r in report.results} == {c.name for c in checks()}
+    assert {r["family"] for r in report.results} == set(FAMILIES)
+    assert report.files == [f.name for f in stream["files"]]
+    # every check looked at something real: events, XA groups, GTIDs, transactions, mirrors
+    recon = next(r for r in report.results if r["expectation"] == "reconciliation.row_changes")
+    assert recon["details"]["element_count"] > 5
+    mirrors = next(r for r in report.results
+                   if r["expectation"] == "reconciliation.mirror_counts")
+    assert mirrors["details"]["element_count"] == 2  # d.t and d.m
+    sha = next(r for r in report.results if r["expectation"] == "integrity.archived_sha256")
+    assert sha["details"]["not_recorded"] == report.files  # a plain directory records none
+    # the results table (on main) and Data Docs
+    rows = spark.sql(f"SELECT * FROM {lake.table('validation_results')} "
+                     "WHERE run_id = 'clean'").collect()
+    assert len(rows) == len(report.results)
+    assert {r["expectation"] for r in rows} == {r["expectation"] for r in report.results}
+    assert all(r["success"] and r["files"] == report.files for r in rows)
+    index = Path(report.data_docs.removeprefix("file://"))
+    assert index.is_file() and index.parent == lake.home_path / "data_docs"
+    assert "binlake.events" in index.read_text()
+    d = report.to_dict()
+    assert d["success"] is True and len(d["results"]) == len(report.results)
+
+
+@pytest.mark.integration
+def test_sha256_recorded_at_copy_time(spark: Any, plain: Any, stream: dict[str, Any],
+                                      tmp_path: Path) -> None:
+    import hashlib
+
+    files = copy(stream["files"][:3], tmp_path / "archive")
+    meta = tmp_path / "archive" / "_meta"
+    meta.mkdir()
+    for f in files:
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        (meta / f"{f.name}.json").write_text(json.dumps({"sha256": digest}))
+    # the middle file's bytes are not the ones recorded at copy time
+    (meta / f"{files[1].name}.json").write_text(json.dumps({"sha256": "0" * 64}))
+    report = run(spark, plain, [tmp_path / "archive"])
+    assert failed(report) == {"integrity.archived_sha256"}, show(report)
+    sha = next(r for r in report.results if r["expectation"] == "integrity.archived_sha256")
+    assert sha["observed"] == 1 and sha["details"]["recorded"] == 3
+
+
+@pytest.mark.integration
+def test_flipped_byte_fails_integrity_only(spark: Any, plain: Any, stream: dict[str, Any],
+                                           tmp_path: Path) -> None:
+    files = copy(stream["files"][:3], tmp_path / "flip")
+    commit = next(ev for ev in top_events(files[1])
+                  if ev.type_code == EventType.QUERY and ev.data["query"] == "COMMIT")
+    data = bytearray(files[1].read_bytes())
+    at = commit.pos + commit.length - 4 - 1  # the 'T' of COMMIT, before the CRC32
+    assert data[at] == ord("T")
+    data[at] ^= 0x20  # 't': the event still decodes (and means the same), only its CRC32 fails
+    files[1].write_bytes(bytes(data))
+    report = run(spark, plain, files)
+    assert failed(report) == {"integrity.event_checksums"}, show(report)
+    assert not report.success
+
+
+@pytest.mark.integration
+def test_missing_middle_file_fails_positions_and_gtid(spark: Any, plain: Any,
+                                                      stream: dict[str, Any]) -> None:
+    f1, _, f3 = stream["files"][:3]
+    report = run(spark, plain, [f1, f3])
+    # positions and gtid, the two families a missing file always breaks; and, because file 2
+    # held the PREPARE of XA 'x1', its XA COMMIT in file 3 now decides nothing known
+    assert failed(report, "error") == {"positions.rotate_names_next_file",
+                                       "positions.no_missing_file",
+                                       "gtid.headers_follow",
+                                       "xa.decisions_match_prepares"}, show(report)
+    assert failed(report, "warning") == {"gtid.mariadb_no_gaps"}, show(report)
+    rot = next(r for r in report.results
+               if r["expectation"] == "positions.rotate_names_next_file")
+    assert rot["details"]["unexpected_rows"] == [
+        {"file": f1.name, "rotate_next": stream["files"][1].name, "next_file": f3.name}]
+
+
+@pytest.mark.integration
+def test_file_cut_short_fails_integrity_only(spark: Any, plain: Any, stream: dict[str, Any],
+                                             tmp_path: Path) -> None:
+    files = copy(stream["files"][:3], tmp_path / "cut")
+    last = top_events(files[2])[-1]
+    assert last.type_code == EventType.ROTATE
+    with open(files[2], "r+b") as fh:
+        fh.truncate(files[2].stat().st_size - 10)
+    report = run(spark, plain, files)
+    assert failed(report) == {"integrity.files_read_to_end"}, show(report)
+    row = next(r for r in report.results
+               if r["expectation"] == "integrity.files_read_to_end")["details"]["unexpected_rows"]
+    assert row[0]["error_kind"] == "truncated" and row[0]["error_offset"] == last.pos
+
+
+@pytest.mark.integration
+def test_xa_commit_without_prepare(spark: Any, plain: Any, stream: dict[str, Any]) -> None:
+    # file 3 alone: its XA COMMIT 'x1' decides a PREPARE of file 2, which is not in the input
+    f3 = stream["files"][2]
+    report = run(spark, plain, [f3])
+    assert failed(report) == {"xa.decisions_match_prepares"}, show(report)
+    (row,) = next(r for r in report.results if r["expectation"] == "xa.decisions_match_prepares"
+                  )["details"]["unexpected_rows"]
+    assert row["xa_xid"] == "1:7831:" and row["status"] == "xa_commit"
+
+
+@pytest.mark.integration
+def test_xa_pending_in_the_lake_pairs_with_a_later_commit(spark: Any, lake: Any,
+                                                          stream: dict[str, Any]) -> None:
+    # the same file against the lake, which holds the PREPARE of file 2 (pending before file 3)
+    report = run(spark, lake, [stream["files"][2]], lake=True, run_id="lake-xa")
+    assert report.success and not report.failed(), show(report)
+
+
+@pytest.mark.integration
+def test_old_pending_xa_is_a_warning(spark: Any, plain: Any, stream: dict[str, Any]) -> None:
+    settings = dataclasses.replace(plain, xa_max_age=1.0)
+    report = run(spark, settings, stream["files"][:3])
+    assert failed(report) == {"xa.pending_age"}, show(report)
+    assert report.success  # a warning does not fail the run
+    (row,) = next(r for r in report.results if r["expectation"] == "xa.pending_age"
+                  )["details"]["unexpected_rows"]
+    assert row["xa_xid"] == "1:7031:" and row["age_seconds"] >= 2
+
+
+@pytest.mark.integration
+def test_cli_validate(spark: Any, plain: Any, stream: dict[str, Any], tmp_path: Path,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    from binlake.cli import main
+
+    config = tmp_path / "binlake.toml"
+    config.write_text(f'home = "{plain.home}"\ncatalog_name = "{plain.catalog_name}"\n')
+    assert main(["validate", "--config", str(config), "--no-lake", "--master", "local[2]",
+                 "--run-id", "cli", *map(str, stream["files"][:3])]) == 0
+    out = capsys.readouterr().out
+    assert "PASSED" in out and "integrity" in out and "reconciliation" not in out
+    assert main(["validate", "--config", str(config), "--no-lake", str(stream["files"][2])]) == 1
+    assert "xa.decisions_match_prepares" in capsys.readouterr().out
+    assert main(["validate", "--no-lake", str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.integration
+def test_rows_missing_from_row_changes_fail_reconciliation(spark: Any, lake: Any,
+                                                           stream: dict[str, Any]) -> None:
+    # destructive: runs last on the module's lake
+    spark.sql(f"DELETE FROM {lake.table('row_changes')} WHERE db = 'd' AND tbl = 't' "
+              "AND op = 'insert' AND after LIKE '%\"a\":4%'")
+    report = run(spark, lake, [stream["dir"]], lake=True, run_id="recon")
+    assert failed(report, "error") == {"reconciliation.row_changes"}, show(report)
+    # the mirror of d.t still has the row: its count is now one above inserts - deletes
+    assert failed(report, "warning") == {"reconciliation.mirror_counts"}, show(report)
+    (row,) = next(r for r in report.results if r["expectation"] == "reconciliation.row_changes"
+                  )["details"]["unexpected"]
+    assert list(row) == ["1/1/0", "0/1/0"]  # the transaction inserted 1, updated 1
+
+
+# -- the corpus ---------------------------------------------------------------------------------
+
+# Expected failures, from the MANIFEST's notes and the MySQL test suite's purpose for each file
+# (events removed: positions, transaction_length, often grammar; an event edited without a CRC
+# update: integrity; an XA edited: the XA family).
+CORPUS_CASES: dict[str, set[str]] = {
+    # the Xid of GTID :2 removed (events removed inside a transaction)
+    R + "orphan_xid.000001": {"grammar.valid_transitions", "grammar.every_group_ends",
+                              "positions.next_pos_chain", "transaction_length.matches"},
+    # the second XA_PREPARE edited to prepare 'x' again, without a CRC update
+    R + "duplicate_xid_xa_prepare.000001": {"integrity.event_checksums",
+                                            "xa.no_duplicate_prepare"},
+    # the PREPARE group :4 removed before a second XA COMMIT of 'x'
+    R + "duplicate_xid_xa_commit.000001": {"positions.next_pos_chain", "gtid.mysql_no_gaps",
+                                           "xa.decisions_match_prepares"},
+    # the second Xid edited to repeat the first, without a CRC update
+    R + "duplicate_xid.000001": {"integrity.event_checksums", "integrity.unique_xids"},
+    # TRUNCATED: the Previous_gtids event cut after 9 bytes
+    "mysql-8.0/std_data/binlog_truncated_prev_gtid_event.000001": {
+        "integrity.files_read_to_end"},
+    # two files of one MySQL 8.0.45 server with GTIDs: clean
+    "libs/percona-binlog-server/data_80045_gtid/": set(),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(CORPUS_CASES))
+def test_corpus_file(rel: str, spark: Any, plain: Any) -> None:
+    require_corpus()
+    report = run(spark, plain, [CORPUS / rel])
+    assert failed(report) == CORPUS_CASES[rel], show(report)
+    assert report.success == (not CORPUS_CASES[rel])
+
+
+def test_tampered_transaction_length(spark: Any, plain: Any, tmp_path: Path) -> None:
+    """A MySQL 8 file whose first declared transaction_length is one byte too long (its CRC32
+    recomputed, so only the length disagrees)."""
+    from .test_checks import _gtid_length_field
+
+    require_corpus()
+    src = CORPUS / "libs/percona-binlog-server/data_80045_gtid/binlog.000001"
+    data = bytearray(src.read_bytes())
+    gtid = next(ev for ev in BinlogReader(src)
+                if ev.type_code == EventType.GTID and ev.data.get("transaction_length"))
+    raw = bytearray(data[gtid.pos:gtid.pos + gtid.length])
+    at, width, value = _gtid_length_field(bytes(raw))
+    raw[at:at + width] = (value + 1).to_bytes(width, "little")
+    raw[-4:] = zlib.crc32(bytes(raw[:-4])).to_bytes(4, "little")
+    data[gtid.pos:gtid.pos + gtid.length] = raw
+    copy_ = tmp_path / "binlog.000001"
+    copy_.write_bytes(bytes(data))
+    report = run(spark, plain, [copy_])
+    assert failed(report) == {"transaction_length.matches"}, show(report)
+    (row,) = next(r for r in report.results if r["expectation"] == "transaction_length.matches"
+                  )["details"]["unexpected_rows"]
+    assert row["pos"] == gtid.pos and json.loads(row["detail"])["declared"] == value + 1
