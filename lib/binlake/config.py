@@ -47,6 +47,7 @@ class Settings:
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_driver_memory: str = "4g"  # local mode: the driver JVM is the executor too
     split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
+    typed_parallelism: int = 2  # source tables whose typed tables are filled at once
     # The source server the files come from (a label; one lake holds several sources)
     source: str = "default"
     # S3 (binlog objects; Spark reads them through boto3 on the executors)
@@ -108,6 +109,8 @@ class Settings:
         if self.catalog_type not in CATALOG_TYPES:
             raise ConfigError(f"catalog_type: {self.catalog_type!r} is not one of "
                               f"{', '.join(CATALOG_TYPES)}")
+        if not 1 <= self.typed_parallelism <= 64:
+            raise ConfigError(f"typed_parallelism: {self.typed_parallelism} is not in 1..64")
         if self.split_bytes < 1 << 16:
             raise ConfigError(f"split_bytes: {self.split_bytes} is below 65536")
         if not self.source or "/" in self.source:

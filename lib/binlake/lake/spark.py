@@ -73,6 +73,9 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
         conf[f"{p}.uri"] = settings.jdbc_uri
         # V1 schema: the layout pyiceberg's SqlCatalog reads and writes too
         conf[f"{p}.jdbc.schema-version"] = "V1"
+        if settings.jdbc_uri.startswith("jdbc:sqlite:"):
+            # commits from concurrent threads (typed tables) wait for SQLite's lock
+            conf[f"{p}.jdbc.busy_timeout"] = "60000"
         if settings.catalog_user:
             conf[f"{p}.jdbc.user"] = settings.catalog_user
         if settings.catalog_password:

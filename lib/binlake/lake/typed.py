@@ -672,10 +672,21 @@ def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
         return report
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     layouts = _sync_layouts(spark, settings, tables_seen, run_id)
-    for db, tbl in sorted(layouts):
+
+    def one(key: tuple[str, str]) -> dict[str, Any]:
         t0 = time.time()
-        rep = _apply_table(spark, settings, db, tbl, layouts[(db, tbl)], seqs)
+        rep = _apply_table(spark, settings, key[0], key[1], layouts[key], seqs)
         rep["seconds"] = round(time.time() - t0, 3)
+        return rep
+
+    # Tables are independent (their own Iceberg commits): several at once keep the cores
+    # busy while one table's small stages or commits run.
+    from concurrent.futures import ThreadPoolExecutor
+
+    keys = sorted(layouts)
+    with ThreadPoolExecutor(max_workers=min(settings.typed_parallelism, len(keys))) as pool:
+        reps = list(pool.map(one, keys))
+    for (db, tbl), rep in zip(keys, reps):
         report["tables"][f"{db}.{tbl}"] = rep
         report["created"] += rep["created"]
         report["evolved"] += rep["evolved"]
@@ -1007,8 +1018,8 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     src = src.select(F.lit(settings.source).alias("_source"), "*",
                      *[F.col(ORD).getField(c).alias(c) for c in ORDER],
                      F.col(TS).alias("_commit_ts"))
-    view = f"{INTERNAL}mirror_src"
-    src.createOrReplaceTempView(view)
+    view = f"{INTERNAL}mirror_src_{hashlib.sha1(mirror.encode()).hexdigest()[:12]}"
+    src.createOrReplaceTempView(view)  # one view per table: tables run in threads
     on = " AND ".join(["t._source = s._source",
                        *(f"t.{q(c)} <=> s.{q(c)}" for c in pk_slots)])
     newer = _order_gt("s", "t")
