@@ -158,6 +158,7 @@ def test_s3_archive_multipart_metadata_and_conflict(fresh_mariadb: MariaDBServer
         assert head["ETag"].strip('"').endswith("-2")  # two parts: a multipart upload
         assert head["Metadata"]["sha256"] == sha256_file(big)[0]
         assert recorded_sha256(f"s3://arch/binlogs/db1/{big.name}") == sha256_file(big)[0]
+        assert [o.name for o in store.list("db1")] == [big.name]
         assert archive(LocalBinlogSource(srv.binlog_dir), store, "db1").archived == []
         # a failing part: the upload is aborted, nothing becomes visible
         srv.execute("INSERT INTO b.blobs VALUES (2, REPEAT('y', 6 * 1024 * 1024))")

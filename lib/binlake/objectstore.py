@@ -243,7 +243,7 @@ class S3Store:
                             int(r["ContentLength"]), meta.get("archived_at"))
 
     def list(self, source: str) -> list[StoredObject]:
-        prefix = self.key(source, "")
+        prefix = self.key(source, "") + "/"
         names = []
         for page in self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
