@@ -114,11 +114,11 @@ def _day_start(d: str) -> datetime:
 def loaded_files(settings: Settings) -> dict[str, str | None]:
     """``file -> sha256`` of the files ``main`` has as ``loaded`` for this source (empty when
     the tables do not exist yet or the catalog is not readable by pyiceberg)."""
-    rows = _read_table(settings, "files", ["file", "status", "sha256"])
+    rows = read_table(settings, "files", ["file", "status", "sha256"])
     return {r["file"]: r["sha256"] for r in rows if r["status"] == "loaded"}
 
 
-def _read_table(settings: Settings, table: str, columns: Sequence[str], *,
+def read_table(settings: Settings, table: str, columns: Sequence[str], *,
                 branch: str | None = None, files: Iterable[str] | None = None,
                 file_col: str = "file") -> list[dict[str, Any]]:
     try:
@@ -270,7 +270,7 @@ def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any
 def files_gate(settings: Settings, plan_: dict[str, Any]) -> list[str]:
     """Problems with this run's ``files`` rows (on its branch): every planned file loaded,
     with the sha256 recorded when it was archived."""
-    rows = {r["file"]: r for r in _read_table(
+    rows = {r["file"]: r for r in read_table(
         settings, "files", ["file", "status", "sha256", "error"], branch=plan_.get("branch"),
         files=plan_["names"])}
     problems = []
@@ -347,7 +347,9 @@ def _validate_json(argv: Sequence[str]) -> int:
     p.add_argument("--run-id")
     p.add_argument("--branch")
     a = p.parse_args(argv)
-    from . import quality  # type: ignore[attr-defined]
+    import importlib
+
+    quality: Any = importlib.import_module("binlake.quality")  # built in parallel (gx)
 
     settings = load_settings()
     spark = build_session(settings, app_name="binlake-validate", master=a.master)
@@ -394,10 +396,10 @@ def report(settings: Settings, plan_: dict[str, Any] | None,
                            "planned": len(names), "mode": (plan_ or {}).get("mode")}
     if not names:
         out["message"] = "nothing new arrived: no archived file to load"
-    files = _read_table(settings, "files", ["file", "status", "transactions", "row_changes",
+    files = read_table(settings, "files", ["file", "status", "transactions", "row_changes",
                                             "error"], files=names) if names else []
     out["files"] = sorted(files, key=lambda r: r["file"])
-    txns = _read_table(settings, "transactions", ["status"], files=names,
+    txns = read_table(settings, "transactions", ["status"], files=names,
                        file_col="end_file") if names else []
     counts: dict[str, int] = {}
     for t in txns:
@@ -405,7 +407,7 @@ def report(settings: Settings, plan_: dict[str, Any] | None,
     out["transactions"] = counts
     out["pending_xa"] = [
         {k: (str(v) if k == "prepared_ts" else v) for k, v in r.items()}
-        for r in _read_table(settings, "xa_pending", ["xa_gtrid", "xa_bqual", "xa_format_id",
+        for r in read_table(settings, "xa_pending", ["xa_gtrid", "xa_bqual", "xa_format_id",
                                                       "prepare_file", "prepare_pos",
                                                       "prepared_ts"])]
     out["validation"] = validation
