@@ -128,6 +128,10 @@ def read_table(settings: Settings, table: str, columns: Sequence[str], *,
     except ImportError:  # no pyiceberg on this worker
         log.warning("pyiceberg is not installed: cannot read %s", table)
         return []
+    uri = settings.sqlalchemy_uri
+    if settings.catalog_type == "jdbc" and uri.startswith("sqlite:///") \
+            and not Path(uri[len("sqlite:///"):]).exists():
+        return []  # no catalog yet: nothing was ever loaded
     try:
         tbl = pyiceberg_catalog(settings).load_table(f"{settings.namespace}.{table}")
     except NoSuchTableError:
