@@ -122,11 +122,13 @@ def main(argv: list[str]) -> int:
         if bag.import_errors:
             print(f"DAG import errors: {bag.import_errors}", file=sys.stderr)
             return 1
-        print("\n== binlake_archive (dag.test)")
-        ar = bag.dags["binlake_archive"].test()
         from binlake.objectstore import store_for
 
+        had = {o.name for o in store_for(settings).list(settings.source)}
+        print("\n== binlake_archive (dag.test)")
+        ar = bag.dags["binlake_archive"].test()
         archived = store_for(settings).list(settings.source)
+        new_files = [o.name for o in archived if o.name not in had]
         print(f"   {ar.state}: {len(archived)} file(s) in the archive {archived[0].uri.rsplit('/', 1)[0] if archived else ''}")
         print("\n== binlake_nightly (dag.test: Spark local[2] -> Iceberg -> validation -> publish)")
         nr = bag.dags["binlake_nightly"].test(logical_date=datetime.now(UTC) + timedelta(days=1))
@@ -142,7 +144,9 @@ def main(argv: list[str]) -> int:
     print("\n== what landed (main)\n" + report_text(r))
     new = {k: after[k] - before.get(k, 0) for k in after}
     if not any(new.values()):
-        print("\nnothing new arrived: the archive and the tables are unchanged by this run")
+        print("\nnothing new arrived: no new transactions or row changes; the tables are "
+              "unchanged" + (f" ({len(new_files)} new binlog file(s) archived: the rotation "
+                             "MariaDB does at every start, no transactions)" if new_files else ""))
     else:
         print("\nnew in this run: " + ", ".join(f"{v} {k}" for k, v in new.items()))
     docs = sorted((STATE / "lake").glob("**/data_docs/**/index.html"))
