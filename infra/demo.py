@@ -1,22 +1,28 @@
-"""The main job on embedded defaults, for now: make real binlogs and decode them.
+"""The main job on embedded defaults: the whole pipeline, end to end, on this machine.
 
-Starts a private MariaDB server (Debian's package, 127.0.0.1, its own datadir under
-.binlake/demo), runs a small workload -- InnoDB and Aria tables, every common column type,
-an XA transaction prepared in one binlog file and committed in the next -- rotates the logs,
-then decodes every closed binlog with binlake and prints what it found.  The Airflow pipeline
-(archive -> Spark -> Iceberg -> Great Expectations) will take this command's place.
+1. starts a private MariaDB server (Debian's package; 127.0.0.1, datadir under
+   ``.binlake/demo/server``) and, the first time, runs a workload: InnoDB and Aria tables,
+   an XA transaction prepared in one binlog file and committed in the next, and one left
+   prepared (pending) across rotations;
+2. runs the Airflow DAGs in-process with ``dag.test()`` (private ``AIRFLOW_HOME`` with a
+   SQLite metadata DB under ``.binlake/demo/airflow``): ``binlake_archive`` (closed binlogs ->
+   the local object store ``.binlake/demo/lake/archive``), then ``binlake_nightly`` (Spark
+   ``local[2]`` -> Iceberg tables in a SQLite catalog -> validation -> publish -> report);
+3. prints what landed and where to look.
+
+Idempotent: a second run archives nothing, the nightly load changes nothing, and it says so.
+``--fresh`` starts over (deletes ``.binlake/demo``).
 """
 
 from __future__ import annotations
 
-import collections
+import os
 import shutil
+import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-from binlake.devserver import MariaDBServer, free_port
-from binlake.reader import BinlogReader
-from binlake.rowchanges import iter_row_changes
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 STATE = ROOT / ".binlake" / "demo"
@@ -36,57 +42,127 @@ WORKLOAD = [
 ]
 
 
-def main() -> int:
-    if STATE.exists():
+def _env() -> dict[str, str]:
+    lake = STATE / "lake"
+    return {
+        "BINLAKE_HOME": str(lake),
+        "BINLAKE_SOURCE": "demo",
+        "BINLAKE_ARCHIVE_SOURCE_DIR": str(STATE / "server" / "binlog"),
+        "BINLAKE_SPARK_MASTER": "local[2]",
+        "BINLAKE_SPARK_DRIVER_MEMORY": "2g",
+        "AIRFLOW_HOME": str(STATE / "airflow"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PARALLELISM": "2",
+        "AIRFLOW_CONN_BINLAKE_SPARK": '{"conn_type": "spark", "host": "local[2]"}',
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+    }
+
+
+def _workload(srv: Any) -> bool:
+    """Run the workload once (False when the server already has it)."""
+    if srv.execute("SHOW DATABASES LIKE 'shop'"):
+        return False
+    srv.execute(WORKLOAD)
+    xa = srv.connect()
+    with xa.cursor() as cur:
+        cur.execute("XA START 'demo-xa-1'")
+        cur.execute("INSERT INTO shop.orders VALUES (3, 'Chen', 7.50, NOW(6), 'xa', 'new')")
+        cur.execute("XA END 'demo-xa-1'")
+        cur.execute("XA PREPARE 'demo-xa-1'")
+    srv.flush_binary_logs()  # the PREPARE and the COMMIT land in different files
+    with xa.cursor() as cur:
+        cur.execute("XA COMMIT 'demo-xa-1'")
+        cur.execute("XA START 'demo-xa-2'")  # left prepared: a pending XA in the lake
+        cur.execute("UPDATE shop.orders SET amount = 8.00 WHERE id = 3")
+        cur.execute("XA END 'demo-xa-2'")
+        cur.execute("XA PREPARE 'demo-xa-2'")
+    xa.close()  # MariaDB keeps a prepared XA after its connection ends
+    srv.execute(["DELETE FROM shop.orders WHERE id=1"])
+    srv.flush_binary_logs()
+    srv.flush_binary_logs()  # the XA prepared two files ago stays pending across rotations
+    return True
+
+
+def _counts(settings: Any) -> dict[str, int]:
+    from binlake.orchestrate import read_table
+
+    return {t: len(read_table(settings, t, ["source"]))
+            for t in ("transactions", "row_changes", "xa_prepares")}
+
+
+def main(argv: list[str]) -> int:
+    if "--fresh" in argv and STATE.exists():
         shutil.rmtree(STATE)
-    STATE.mkdir(parents=True)
+    STATE.mkdir(parents=True, exist_ok=True)
+    os.environ.update(_env())
+    res = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        print(res.stderr[-3000:], file=sys.stderr)
+        return 1
+
+    from binlake.config import load_settings
+    from binlake.devserver import MariaDBServer, free_port
+    from binlake.orchestrate import report, report_text
+
     srv = MariaDBServer(STATE / "server", port=free_port())
-    srv.init()
     srv.start()
     try:
-        srv.execute(WORKLOAD)
-        xa = srv.connect()
-        with xa.cursor() as cur:
-            cur.execute("XA START 'demo-xa-1'")
-            cur.execute("INSERT INTO shop.orders VALUES (3, 'Chen', 7.50, NOW(6), 'xa', 'new')")
-            cur.execute("XA END 'demo-xa-1'")
-            cur.execute("XA PREPARE 'demo-xa-1'")
-        srv.flush_binary_logs()  # the PREPARE and the COMMIT land in different files
-        with xa.cursor() as cur:
-            cur.execute("XA COMMIT 'demo-xa-1'")
-        xa.close()
-        srv.execute(["DELETE FROM shop.orders WHERE id=1"])
-        srv.flush_binary_logs()
-        files = srv.closed_binlog_files()
+        fresh = _workload(srv)
+        print(f"binlake demo: MariaDB on 127.0.0.1:{srv.port} ({STATE / 'server'}); workload "
+              f"{'written' if fresh else 'already there (run with --fresh to start over)'}; "
+              f"binlogs: {', '.join(f.name for f in srv.binlog_files())}")
+        settings = load_settings()
+        before = _counts(settings)
+
+        from airflow.dag_processing.dagbag import DagBag
+
+        bag = DagBag(dag_folder=str(ROOT / "dags"))
+        if bag.import_errors:
+            print(f"DAG import errors: {bag.import_errors}", file=sys.stderr)
+            return 1
+        from binlake.objectstore import store_for
+
+        had = {o.name for o in store_for(settings).list(settings.source)}
+        print("\n== binlake_archive (dag.test)")
+        ar = bag.dags["binlake_archive"].test()
+        archived = store_for(settings).list(settings.source)
+        new_files = [o.name for o in archived if o.name not in had]
+        print(f"   {ar.state}: {len(archived)} file(s) in the archive {archived[0].uri.rsplit('/', 1)[0] if archived else ''}")
+        print("\n== binlake_nightly (dag.test: Spark local[2] -> Iceberg -> validation -> publish)")
+        nr = bag.dags["binlake_nightly"].test(logical_date=datetime.now(UTC) + timedelta(days=1))
+        states = {ti.task_id: str(ti.state) for ti in nr.get_task_instances()}
+        print(f"   {nr.state}: " + ", ".join(f"{k} {v}" for k, v in states.items()))
     finally:
         srv.stop()
 
-    print(f"binlake demo: {len(files)} closed binlog files from MariaDB in {STATE / 'server'}")
-    failed = False
-    for f in files:
-        types: collections.Counter[str] = collections.Counter()
-        errors = []
-
-        def events(f: Path = f, types: collections.Counter[str] = types, errors: list = errors):
-            for ev in BinlogReader(f):
-                types[ev.type] += 1
-                if ev.error:
-                    errors.append(ev.error)
-                yield ev
-
-        rows = list(iter_row_changes(events()))
-        print(f"\n{f.name}: {sum(types.values())} events "
-              f"({', '.join(f'{k} {v}' for k, v in sorted(types.items()))})")
-        for r in rows:
-            print(f"  {r['op']:6} {r['db']}.{r['table']} at {r['pos']}: "
-                  f"before={r['before']} after={r['after']} gtid={r['gtid']}")
-        for e in errors:
-            failed = True
-            print(f"  ERROR {e}")
-    print("\nTry it yourself:  .venv/bin/binlake decode --rows "
-          f"{files[0] if files else 'FILE'} | head")
-    return 1 if failed else 0
+    after = _counts(settings)
+    names = [o.name for o in archived]
+    r = report(settings, {"names": names, "run_id": "demo (all archived files)",
+                          "mode": "all"})
+    print("\n== what landed (main)\n" + report_text(r))
+    new = {k: after[k] - before.get(k, 0) for k in after}
+    if not any(new.values()):
+        print("\nnothing new arrived: no new transactions or row changes; the tables are "
+              "unchanged" + (f" ({len(new_files)} new binlog file(s) archived: the rotation "
+                             "MariaDB does at every start, no transactions)" if new_files else ""))
+    else:
+        print("\nnew in this run: " + ", ".join(f"{v} {k}" for k, v in new.items()))
+    docs = sorted((STATE / "lake").glob("**/data_docs/**/index.html"))
+    print(f"""
+== where to look
+  archive:   {STATE / 'lake' / 'archive' / settings.source}  (sha256 in _meta/*.json)
+  catalog:   {settings.catalog_uri_resolved}
+  warehouse: {settings.warehouse_resolved}
+  Data Docs: {docs[0] if docs else '(written by the Great Expectations suite when installed)'}
+  query:     BINLAKE_HOME={STATE / 'lake'} .venv/bin/python -c "from binlake.config \\
+               import load_settings; from binlake.lake.spark import pyiceberg_catalog; \\
+               print(pyiceberg_catalog(load_settings()).load_table('binlog.transactions')\\
+               .scan().to_pandas())"
+  Airflow UI: bash infra/airflow.sh   (same DAGs, http://127.0.0.1:8080, backfills)""")
+    return 0 if nr.state == "success" else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

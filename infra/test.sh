@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash infra/setup.sh
 VENV="${BINLAKE_VENV:-.venv}"
 echo "== ruff" >&2
-"$VENV/bin/ruff" check lib tests bench jobs infra
+"$VENV/bin/ruff" check lib tests bench jobs infra dags
 echo "== mypy" >&2
 "$VENV/bin/mypy"
 echo "== pytest" >&2

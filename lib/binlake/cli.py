@@ -100,7 +100,31 @@ def build_parser() -> argparse.ArgumentParser:
     from .quality.cli import add_parser as add_validate
 
     add_validate(sub, cmd_validate)
+
+    ar = sub.add_parser("archive", help="copy closed binlog files to the object store",
+                        description="Copy the closed binlog files of a source (a binlog "
+                        "directory / .index file, or a server over the replication protocol) "
+                        "to the archive (archive_uri), each once. Exit 0 ok, 1 error, 3 new gap "
+                        "(files purged before they were archived). See docs/orchestration.md.")
+    ar.add_argument("--config", metavar="F", help="TOML settings file")
+    ar.add_argument("--source-name", metavar="NAME", help="the source server's label")
+    ar.add_argument("--from-dir", metavar="DIR", help="binlog directory or .index file "
+                    "(default: archive_source_dir)")
+    ar.add_argument("--from-server", metavar="HOST[:PORT]",
+                    help="fetch with mariadb-binlog --read-from-remote-server (password: "
+                    "$MYSQL_PWD)")
+    ar.add_argument("--user", default="root", help="with --from-server")
+    ar.add_argument("--verify", action="store_true",
+                    help="hash every archived file again and compare with the source")
+    ar.add_argument("--json", action="store_true", help="print the report as JSON")
+    ar.set_defaults(func=cmd_archive)
     return p
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from .archive import main_archive
+
+    return main_archive(args)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -59,6 +59,14 @@ class Settings:
     data_docs_dir: str = ""
     # Tables on non-transactional engines the binlog's own DDL does not show ("db.table")
     nontransactional: tuple[str, ...] = ()
+    # Archiving and orchestration (docs/orchestration.md)
+    archive_uri: str = ""  # default: <home>/archive (a local directory); or s3://bucket/prefix
+    archive_source_dir: str = ""  # the source server's binlog directory or its .index file
+    archive_multipart_bytes: int = 64 << 20  # S3 multipart threshold and part size
+    airflow_s3_conn_id: str = ""  # Airflow AWS connection for an s3:// archive_uri
+    airflow_source_conn_id: str = ""  # Airflow MySQL connection: fetch from a remote server
+    airflow_spark_conn_id: str = "binlake_spark"  # read from the environment at DAG parse time
+    load_job: str = ""  # default: jobs/load_binlogs.py next to lib/ of this checkout
 
     # -- derived ------------------------------------------------------------------------
 
@@ -117,6 +125,9 @@ class Settings:
             raise ConfigError(f"source: {self.source!r} must be a non-empty label without '/'")
         if self.xa_max_age <= 0:
             raise ConfigError(f"xa_max_age: {self.xa_max_age} must be positive")
+        if self.archive_multipart_bytes < 5 << 20:
+            raise ConfigError(f"archive_multipart_bytes: {self.archive_multipart_bytes} is "
+                              "below S3's 5 MiB minimum part size")
         for t in self.nontransactional:
             if t.count(".") != 1:
                 raise ConfigError(f"nontransactional: {t!r} is not db.table")

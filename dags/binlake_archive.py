@@ -1,0 +1,90 @@
+"""binlake_archive: copy closed binlog files to the object store, every 15 minutes.
+
+Wiring only: the work is binlake.orchestrate.run_archive (binlake.archive), unit-tested
+without Airflow.  Nothing is read at import time but environment variables
+(binlake.orchestrate.dag_config).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import DAG, Asset, task
+
+from binlake.orchestrate import archive_asset_uri, dag_config
+
+CFG = dag_config()
+ARCHIVE = Asset(name=f"binlake_archive_{CFG['source']}", uri=archive_asset_uri(CFG))
+
+DOC = f"""
+### binlake_archive (source `{CFG['source']}`)
+
+Every {CFG['archive_minutes']} minutes, copies the source server's **closed** binlog files to
+the object store, each exactly once: never the file the server is writing (the last one in
+the index, or one whose header still has the in-use flag).  Keys `<prefix>/<source>/<file>`;
+the sha256 is recorded with each object.
+
+* Source: `archive_source_dir` (a binlog directory or its `.index`), or the Airflow MySQL
+  connection `airflow_source_conn_id` (fetched with `mariadb-binlog --read-from-remote-server
+  --raw`).
+* Store: `archive_uri` (default: the local directory `<home>/archive`); for `s3://` the
+  Airflow AWS connection `airflow_s3_conn_id` (its `endpoint_url` extra for S3-compatible
+  stores).
+* Re-running copies nothing new.  An object that exists with other content fails the task.
+* A file purged from the server before it was archived is a **gap**: the first run that sees
+  it fails (no retry) after archiving everything else, and records it; later runs list it
+  as known.  See docs/orchestration.md.
+"""
+
+
+def _s3_client(conn_id: str) -> Any:
+    if not conn_id:
+        return None
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    return S3Hook(aws_conn_id=conn_id).get_conn()
+
+
+def _remote(conn_id: str) -> dict[str, Any] | None:
+    if not conn_id:
+        return None
+    from airflow.sdk import BaseHook
+
+    c = BaseHook.get_connection(conn_id)
+    return {"host": c.host, "port": c.port or 3306, "user": c.login or "root",
+            "password": c.password or ""}
+
+
+with DAG(
+    dag_id="binlake_archive",
+    schedule=timedelta(minutes=CFG["archive_minutes"]),
+    start_date=datetime.fromisoformat(CFG["start_date"]).replace(tzinfo=UTC),
+    catchup=False,  # archiving is about the server's state now, not about past intervals
+    max_active_runs=1,
+    default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
+    tags=["binlake", "archive", f"source:{CFG['source']}"],
+    doc_md=DOC,
+) as dag:
+
+    @task(outlets=[ARCHIVE], doc_md="""
+    Lists the source's binlog index, copies the closed files the store lacks (multipart for
+    large files on S3, atomic rename locally), records sha256/size/archived_at. Returns the
+    report (XCom): `archived`, `already`, `skipped` (not closed yet), `gaps`, `new_gaps`.
+    """)
+    def archive() -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from binlake.archive import ArchiveGapError
+        from binlake.config import load_settings
+        from binlake.objectstore import ObjectConflictError
+        from binlake.orchestrate import run_archive
+
+        settings = load_settings()
+        try:
+            return run_archive(settings, s3_client=_s3_client(settings.airflow_s3_conn_id),
+                               remote=_remote(settings.airflow_source_conn_id))
+        except (ArchiveGapError, ObjectConflictError) as exc:
+            raise AirflowFailException(str(exc)) from exc  # a retry would not help
+
+    archive()

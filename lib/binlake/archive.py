@@ -1,0 +1,329 @@
+"""Archiving closed binlog files to the object store, each exactly once.
+
+A source lists the server's binlog files in order and says which are **closed**: every file
+of the index but the last (the one the server is writing), and only if its Format_description
+event no longer carries ``LOG_EVENT_BINLOG_IN_USE_F`` (the server clears the flag when it
+closes a file cleanly; MariaDB ``sql/log.cc``, MYSQL_BIN_LOG::close).  Two sources:
+
+* :class:`LocalBinlogSource`: a binlog directory and its ``.index`` file (the server's datadir,
+  a mount of it, or a host where the worker runs);
+* :class:`RemoteBinlogSource`: a running server, listed with ``SHOW BINARY LOGS`` and fetched
+  over the replication protocol with ``mariadb-binlog --read-from-remote-server --raw``
+  (``mysqlbinlog`` has the same options).
+
+:func:`archive` copies the closed files the store does not have yet
+(:mod:`binlake.objectstore`: never overwritten, never visible half-written, sha256 recorded),
+and reports **gaps**: files missing from the sequence, neither archived nor on the server any
+more (purged before they were archived).  A gap is reported once: the first run that sees it
+records it in the store (``_meta/_gaps.json``) and raises :class:`ArchiveGapError` after
+archiving everything else; later runs list it as known and succeed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import BinlogError
+from .objectstore import GAPS, ObjectConflictError, ObjectStore, sha256_file
+from .reader import BinlogReader
+from .txn.files import binlog_file, order_files
+
+log = logging.getLogger(__name__)
+
+
+class ArchiveError(RuntimeError):
+    """The source cannot be read (no index, the client failed, ...)."""
+
+
+class ArchiveGapError(ArchiveError):
+    """Files were purged from the source before they were archived (reported once)."""
+
+    def __init__(self, report: ArchiveReport) -> None:
+        super().__init__(f"source {report.source}: {len(report.new_gaps)} binlog file(s) "
+                         f"purged before they were archived: {', '.join(report.new_gaps)}")
+        self.report = report
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    name: str
+    size: int | None
+    path: Path | None = None  # local sources: where it is
+    last: bool = False  # the last file of the index: the one the server writes
+
+
+class BinlogSource(Protocol):
+    label: str  # where the files come from, for messages
+
+    def files(self) -> list[SourceFile]: ...
+
+    @contextmanager
+    def local_copy(self, f: SourceFile) -> Iterator[Path]: ...
+
+
+def fde_in_use(path: str | os.PathLike[str]) -> bool | None:
+    """The in-use flag of the file's Format_description event (None: no FDE)."""
+    reader = BinlogReader(path, decode=(), verify_checksums=False)
+    for _ in reader:  # the first event is the FDE; the reader has read its flags
+        break
+    return reader.in_use
+
+
+class LocalBinlogSource:
+    """A binlog directory (or its ``.index`` file) on this machine."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        p = Path(path)
+        if p.is_dir():
+            found = sorted(p.glob("*.index"))
+            if len(found) != 1:
+                raise ArchiveError(f"{p}: expected one binlog .index file, found "
+                                   f"{[f.name for f in found] or 'none'}; name it instead")
+            p = found[0]
+        self.index = p
+        self.label = str(p)
+
+    def files(self) -> list[SourceFile]:
+        try:
+            lines = self.index.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise ArchiveError(f"{self.index}: no such binlog index file") from None
+        paths = []
+        for line in lines:
+            line = line.strip()
+            if not line:
+                continue
+            p = Path(line)
+            if not p.is_absolute():
+                p = self.index.parent / p
+            if not p.exists():  # a mount: the index names paths of the server's host
+                p = self.index.parent / p.name
+            paths.append(p)
+        out = []
+        for i, p in enumerate(paths):
+            try:
+                size: int | None = p.stat().st_size
+            except FileNotFoundError:
+                size = None
+            out.append(SourceFile(p.name, size, p, last=i == len(paths) - 1))
+        return out
+
+    @contextmanager
+    def local_copy(self, f: SourceFile) -> Iterator[Path]:
+        assert f.path is not None
+        yield f.path
+
+
+class RemoteBinlogSource:
+    """A running server, read through the replication protocol (needs REPLICATION SLAVE /
+    REPLICA and BINLOG MONITOR / REPLICATION CLIENT privileges).  The password goes through
+    ``MYSQL_PWD`` in the clients' environment, never on the command line."""
+
+    def __init__(self, host: str, port: int = 3306, user: str = "root", password: str = "", *,
+                 client: str | None = None, binlog_tool: str | None = None) -> None:
+        self.host, self.port, self.user, self.password = host, int(port), user, password
+        self.client = client or shutil.which("mariadb") or shutil.which("mysql") or "mariadb"
+        self.tool = (binlog_tool or shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+                     or "mariadb-binlog")
+        self.label = f"{user}@{host}:{port}"
+
+    def _conn_args(self) -> list[str]:
+        return [f"--host={self.host}", f"--port={self.port}", f"--user={self.user}"]
+
+    def _run(self, cmd: list[str]) -> str:
+        env = dict(os.environ, MYSQL_PWD=self.password)
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600,
+                                 check=False)
+        except FileNotFoundError as exc:
+            raise ArchiveError(f"{cmd[0]}: not installed ({exc})") from None
+        if res.returncode != 0:
+            raise ArchiveError(f"{os.path.basename(cmd[0])} failed on {self.label} "
+                               f"(exit {res.returncode}): {res.stderr.strip()[-2000:]}")
+        return res.stdout
+
+    def files(self) -> list[SourceFile]:
+        out = self._run([self.client, "--no-defaults", *self._conn_args(), "-N", "-B", "-e",
+                         "SHOW BINARY LOGS"])
+        rows = [line.split("\t") for line in out.splitlines() if line.strip()]
+        return [SourceFile(r[0], int(r[1]) if len(r) > 1 else None, None,
+                           last=i == len(rows) - 1) for i, r in enumerate(rows)]
+
+    @contextmanager
+    def local_copy(self, f: SourceFile) -> Iterator[Path]:
+        tmp = Path(tempfile.mkdtemp(prefix="binlake-fetch-"))
+        try:
+            self._run([self.tool, "--no-defaults", "--read-from-remote-server", "--raw",
+                       *self._conn_args(), f"--result-file={tmp}/", f.name])
+            path = tmp / f.name
+            if not path.exists():
+                raise ArchiveError(f"{self.tool} wrote no {f.name} for {self.label}")
+            yield path
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@dataclass
+class ArchiveReport:
+    source: str  # the source label (settings.source): the key prefix
+    origin: str  # where the files were read
+    store: str
+    archived: list[dict[str, Any]] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> why not archived now
+    gaps: list[str] = field(default_factory=list)  # every known gap
+    new_gaps: list[str] = field(default_factory=list)  # first seen by this run
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def text(self) -> str:
+        lines = [f"binlake archive {self.origin} -> {self.store}/{self.source}: "
+                 f"{len(self.archived)} archived, {len(self.already)} already there, "
+                 f"{len(self.skipped)} not closed yet"]
+        for a in self.archived:
+            lines.append(f"  archived {a['name']} ({a['size']} bytes, sha256 {a['sha256'][:16]})")
+        for name, why in self.skipped.items():
+            lines.append(f"  skipped  {name}: {why}")
+        if self.gaps:
+            lines.append(f"GAP: purged before archiving: {', '.join(self.gaps)}"
+                         + (f" (new: {', '.join(self.new_gaps)})" if self.new_gaps else ""))
+        return "\n".join(lines)
+
+
+def _missing(names: Sequence[str], archived: Sequence[str]) -> list[str]:
+    """Names absent from the sequence: from the first archived file (or the first on the
+    server, before anything was archived) to the newest known, per base name."""
+    known = {n for n in names} | set(archived)
+    out = []
+    by_base: dict[str, list[tuple[int, str]]] = {}
+    for f in order_files(known):
+        if f.seq >= 0:
+            by_base.setdefault(f.base, []).append((f.seq, f.name))
+    for base, seqs in by_base.items():
+        have = {s for s, _ in seqs}
+        arch = [binlog_file(a).seq for a in archived if binlog_file(a).base == base]
+        lo = min(arch) if arch else min(have)
+        width = len(seqs[-1][1]) - len(base) - 1
+        out += [f"{base}.{s:0{width}d}" for s in range(lo, max(have) + 1) if s not in have]
+    return out
+
+
+def archive(source: BinlogSource, store: ObjectStore, label: str, *, verify: bool = False,
+            fail_on_new_gaps: bool = True) -> ArchiveReport:
+    """Copy the source's closed files the store does not have; see the module doc.
+
+    ``verify``: hash every closed file already archived and compare (by default only when its
+    size differs -- a conflict -- or it changed after it was archived)."""
+    report = ArchiveReport(label, source.label, store.root_uri)
+    files = source.files()
+    archived = {o.name: o for o in store.list(label)}
+    for f in files:
+        if f.last:
+            report.skipped[f.name] = "the server is still writing it (last in the index)"
+            continue
+        if f.size is None:
+            continue  # listed but gone: purged while we looked; a gap if never archived
+        have = archived.get(f.name)
+        if have is not None:
+            if have.size != f.size:
+                raise ObjectConflictError(have.uri, have.sha256,
+                                          f"(size {f.size} != archived {have.size})")
+            if not (verify or _changed_since(f, have.archived_at)):
+                report.already.append(f.name)
+                continue
+        with source.local_copy(f) as path:
+            try:
+                in_use = fde_in_use(path)
+            except BinlogError as exc:
+                report.skipped[f.name] = f"unreadable header: {exc}"
+                log.error("not archiving %s: %s", f.name, exc)
+                continue
+            if in_use:
+                report.skipped[f.name] = "its header still carries the in-use flag"
+                log.warning("not archiving %s: in-use flag set (server crashed?)", f.name)
+                continue
+            sha, size = sha256_file(path)
+            obj, written = store.put(label, f.name, path, sha256=sha, size=size)
+        if written:
+            report.archived.append({"name": f.name, "uri": obj.uri, "sha256": sha,
+                                    "size": size, "archived_at": obj.archived_at})
+            log.info("archived %s -> %s", f.name, obj.uri)
+        else:
+            report.already.append(f.name)
+    names = [f.name for f in files if f.size is not None]
+    stored = sorted(set(archived) | {a["name"] for a in report.archived})
+    report.gaps = _missing(names, stored)
+    known = set(store.read_json(label, GAPS) or [])
+    report.new_gaps = [g for g in report.gaps if g not in known]
+    if report.new_gaps:
+        log.error("source %s: purged before archiving: %s", label, ", ".join(report.new_gaps))
+        store.write_json(label, GAPS, sorted(known | set(report.new_gaps)))
+        if fail_on_new_gaps:
+            raise ArchiveGapError(report)
+    return report
+
+
+def _changed_since(f: SourceFile, archived_at: str | None) -> bool:
+    if f.path is None or not archived_at:
+        return False
+    try:
+        return f.path.stat().st_mtime > datetime.fromisoformat(archived_at).timestamp() + 1
+    except (OSError, ValueError):
+        return False
+
+
+def source_from_settings(settings: Any, *, remote: dict[str, Any] | None = None
+                         ) -> BinlogSource:
+    """The configured source: ``remote`` (host/port/user/password, e.g. from an Airflow
+    connection) wins over ``archive_source_dir``."""
+    if remote:
+        return RemoteBinlogSource(remote["host"], int(remote.get("port") or 3306),
+                                  remote.get("user") or "root", remote.get("password") or "")
+    if not settings.archive_source_dir:
+        raise ArchiveError("no archive source: set archive_source_dir (BINLAKE_ARCHIVE_SOURCE_"
+                           "DIR) to the binlog directory or .index file, or a source connection")
+    return LocalBinlogSource(settings.archive_source_dir)
+
+
+def main_archive(args: Any) -> int:
+    """``binlake archive`` (argparse namespace from binlake.cli)."""
+    import json
+    import sys
+
+    from .config import ConfigError, load_settings
+    from .objectstore import ObjectStoreError, store_for
+
+    try:
+        settings = load_settings(args.config, source=args.source_name,
+                                 archive_source_dir=args.from_dir)
+    except ConfigError as exc:
+        print(f"binlake: usage error: {exc}", file=sys.stderr)
+        return 2
+    remote = None
+    if args.from_server:
+        host, _, port = args.from_server.partition(":")
+        remote = {"host": host, "port": int(port or 3306), "user": args.user,
+                  "password": os.environ.get("MYSQL_PWD", "")}
+    rc = 0
+    try:
+        report = archive(source_from_settings(settings, remote=remote), store_for(settings),
+                         settings.source, verify=args.verify)
+    except ArchiveGapError as exc:
+        report, rc = exc.report, 3
+        print(f"binlake: error: {exc}", file=sys.stderr)
+    except (ArchiveError, ObjectStoreError) as exc:
+        print(f"binlake: error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report.to_dict()) if args.json else report.text())
+    return rc

@@ -1,0 +1,467 @@
+"""The pipeline's steps as plain functions; the Airflow DAGs (``dags/``) only wire them.
+
+archive (every 15 minutes) -> plan (which archived files a night loads) -> load (Spark,
+``jobs/load_audited.py`` on ``spark-submit``) -> validate (the files gate + the Great
+Expectations suite) -> publish -> report.  Nothing here imports Airflow: every step takes
+:class:`binlake.config.Settings` and plain values, returns JSON-able dicts (the XComs), and
+is testable without a scheduler.  See docs/orchestration.md.
+
+**Write-audit-publish.** A night loads into an Iceberg branch named after its run
+(:func:`branch_name`), validates that branch, and publishes by fast-forwarding ``main`` of
+every lake table to it (``binlake publish --branch B``).  Analysts read ``main``, so they never
+see a night that failed its checks.  When the lake job has no ``--branch`` yet
+(:func:`wap_available`), loads go to ``main`` directly and publishing is a no-op (said in the
+report): failed files still land nothing but their ``files`` row, and validation still fails
+the run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .objectstore import ObjectStore, StoredObject, store_for
+from .txn.files import binlog_file
+
+log = logging.getLogger(__name__)
+
+# The lake's tables, published together (the Airflow assets of the nightly DAG).
+LAKE_TABLES = ("files", "transactions", "row_changes", "statements", "xa_prepares",
+               "xa_pending", "validation_results")
+
+
+class ValidationFailed(RuntimeError):
+    """The night's data did not pass its checks: nothing of it is published."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__("validation failed: " + "; ".join(result.get("problems") or ["?"]))
+        self.result = result
+
+
+# -- names ----------------------------------------------------------------------------------
+
+def branch_name(run_id: str) -> str:
+    """An Iceberg branch / lake run id from an Airflow run id (``scheduled__2026-11-20T02:00:00
+    +00:00`` -> ``af_scheduled_2026_11_20t02_00_00_00_00``): lower-case, ``[a-z0-9_]``."""
+    s = re.sub(r"[^a-z0-9]+", "_", run_id.lower()).strip("_")
+    return ("af_" + s)[:120]
+
+
+# -- what the DAG files may know when they are parsed ---------------------------------------
+
+def dag_config(env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The few values the DAGs' *structure* depends on, from the environment only (a DAG file
+    is parsed often: no configuration file, no Variable, no connection is read then).
+    Everything else is read by the tasks when they run (:func:`binlake.config.load_settings`).
+    """
+    e = os.environ if env is None else env
+    return {
+        "source": e.get("BINLAKE_SOURCE") or "default",
+        "catalog_name": e.get("BINLAKE_CATALOG_NAME") or "binlake",
+        "namespace": e.get("BINLAKE_NAMESPACE") or "binlog",
+        "spark_conn_id": e.get("BINLAKE_AIRFLOW_SPARK_CONN_ID") or "binlake_spark",
+        "nightly_cron": e.get("BINLAKE_AIRFLOW_NIGHTLY_CRON") or "0 2 * * *",
+        "archive_minutes": int(e.get("BINLAKE_AIRFLOW_ARCHIVE_MINUTES") or 15),
+        "catchup": (e.get("BINLAKE_AIRFLOW_CATCHUP") or "").lower() in ("1", "true", "yes"),
+        "start_date": e.get("BINLAKE_AIRFLOW_START_DATE") or "2025-01-01",
+    }
+
+
+def table_asset_uri(cfg: dict[str, Any], table: str) -> str:
+    """The Airflow asset URI of a lake table: ``iceberg://<catalog>/<namespace>/<table>``."""
+    return f"iceberg://{cfg['catalog_name']}/{cfg['namespace']}/{table}"
+
+
+def archive_asset_uri(cfg: dict[str, Any]) -> str:
+    return f"binlake://archive/{cfg['source']}"
+
+
+# -- archive --------------------------------------------------------------------------------
+
+def run_archive(settings: Settings, *, s3_client: Any = None,
+                remote: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Archive the source's closed files (raises ArchiveGapError on a new gap)."""
+    from .archive import archive, source_from_settings
+
+    report = archive(source_from_settings(settings, remote=remote),
+                     store_for(settings, client=s3_client), settings.source)
+    log.info("%s", report.text())
+    return report.to_dict()
+
+
+# -- plan -----------------------------------------------------------------------------------
+
+def _when(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    dt = datetime.fromisoformat(value)
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _day_start(d: str) -> datetime:
+    return datetime.combine(date.fromisoformat(d), time(0), tzinfo=UTC)
+
+
+def loaded_files(settings: Settings) -> dict[str, str | None]:
+    """``file -> sha256`` of the files ``main`` has as ``loaded`` for this source (empty when
+    the tables do not exist yet or the catalog is not readable by pyiceberg)."""
+    rows = read_table(settings, "files", ["file", "status", "sha256"])
+    return {r["file"]: r["sha256"] for r in rows if r["status"] == "loaded"}
+
+
+def read_table(settings: Settings, table: str, columns: Sequence[str], *,
+                branch: str | None = None, files: Iterable[str] | None = None,
+                file_col: str = "file") -> list[dict[str, Any]]:
+    try:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        from .lake.spark import pyiceberg_catalog
+    except ImportError:  # no pyiceberg on this worker
+        log.warning("pyiceberg is not installed: cannot read %s", table)
+        return []
+    uri = settings.sqlalchemy_uri
+    if settings.catalog_type == "jdbc" and uri.startswith("sqlite:///") \
+            and not Path(uri[len("sqlite:///"):]).exists():
+        return []  # no catalog yet: nothing was ever loaded
+    try:
+        tbl = pyiceberg_catalog(settings).load_table(f"{settings.namespace}.{table}")
+    except NoSuchTableError:
+        return []
+    snapshot_id = None
+    if branch:
+        ref = tbl.metadata.refs.get(branch)
+        if ref is None:
+            return []
+        snapshot_id = ref.snapshot_id
+    flt = f"source = {_lit(settings.source)}"
+    if files is not None:
+        flt += f" AND {file_col} IN ({', '.join(_lit(f) for f in files) or _lit('')})"
+    out: list[dict[str, Any]] = tbl.scan(row_filter=flt, selected_fields=tuple(columns),
+                                         snapshot_id=snapshot_id).to_arrow().to_pylist()
+    return out
+
+
+def _lit(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def plan(settings: Settings, *, run_id: str, interval_start: str | None = None,
+         interval_end: str | None = None, params: dict[str, Any] | None = None,
+         s3_client: Any = None) -> dict[str, Any]:
+    """Which archived files this run loads, and the arguments of the load job.
+
+    By precedence: ``params["files"]`` (names or URIs), ``params["from_file"]`` ..
+    ``params["to_file"]`` (names, inclusive), ``params["from_date"]`` .. ``params["to_date"]``
+    (archived on those UTC dates, inclusive); else the data interval: files archived in
+    ``[interval_start, interval_end)`` plus older archived files ``main`` does not have as
+    loaded (a night that failed validation is retried by the next one; XA state and binlog
+    order need every file).  Files archived after the interval wait for their night."""
+    params = {k: v for k, v in (params or {}).items() if v not in (None, "", [])}
+    store = store_for(settings, client=s3_client)
+    archived = sorted(store.list(settings.source),
+                      key=lambda o: (binlog_file(o.name).base, o.seq))
+    mode, chosen = _choose(settings, archived, params, interval_start, interval_end)
+    branch = branch_name(run_id)
+    wap, wap_why = wap_available()
+    result: dict[str, Any] = {
+        "mode": mode, "run_id": branch, "branch": branch if wap else None, "wap": wap,
+        "wap_note": wap_why, "source": settings.source, "store": store.root_uri,
+        "files": [o.uri for o in chosen], "names": [o.name for o in chosen],
+        "sha256": {o.name: o.sha256 for o in chosen},
+        "interval": [interval_start, interval_end],
+    }
+    result.update(load_submit_args(settings, result))
+    log.info("plan (%s): %d file(s): %s", mode, len(chosen), ", ".join(result["names"]))
+    return result
+
+
+def _choose(settings: Settings, archived: list[StoredObject], params: dict[str, Any],
+            interval_start: str | None, interval_end: str | None
+            ) -> tuple[str, list[StoredObject]]:
+    if "files" in params:
+        wanted = [binlog_file(str(f)).name for f in params["files"]]
+        by_name = {o.name: o for o in archived}
+        missing = [w for w in wanted if w not in by_name]
+        if missing:
+            raise ValueError(f"files not in the archive {_store_label(settings)}: {missing}")
+        return "files", sorted((by_name[w] for w in set(wanted)), key=lambda o: o.seq)
+    if "from_file" in params or "to_file" in params:
+        lo = binlog_file(str(params.get("from_file", ""))).seq if "from_file" in params else -1
+        hi = binlog_file(str(params["to_file"])).seq if "to_file" in params else 1 << 62
+        return "file_range", [o for o in archived if lo <= o.seq <= hi]
+    if "from_date" in params or "to_date" in params:
+        start = _day_start(params["from_date"]) if "from_date" in params else None
+        end = (_day_start(params["to_date"]) + timedelta(days=1)) if "to_date" in params \
+            else None
+        return "date_range", [o for o in archived if _in(o, start, end)]
+    start, end = _when(interval_start), _when(interval_end)
+    loaded = loaded_files(settings)
+    chosen = [o for o in archived if _in(o, None, end)
+              and (_in(o, start, end) or loaded.get(o.name) != o.sha256)]
+    return "interval", chosen
+
+
+def _in(o: StoredObject, start: datetime | None, end: datetime | None) -> bool:
+    at = _when(o.archived_at)
+    if at is None:
+        return start is None
+    return (start is None or at >= start) and (end is None or at < end)
+
+
+def _store_label(settings: Settings) -> str:
+    return settings.archive_uri or str(settings.home_path / "archive")
+
+
+def wap_available() -> tuple[bool, str]:
+    """Whether the lake can write to a branch and publish it (``binlake load --branch``,
+    ``binlake publish``)."""
+    from .cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    choices: dict[str, Any] = getattr(sub, "choices", {}) or {}
+    if "publish" not in choices:
+        return False, "the lake has no `binlake publish` yet: loads write to main directly"
+    if "--branch" not in choices["load"]._option_string_actions:
+        return False, "the lake job has no --branch yet: loads write to main directly"
+    return True, "write-audit-publish: load into a branch, publish after validation"
+
+
+def default_load_job() -> str:
+    return str(Path(__file__).resolve().parents[2] / "jobs" / "load_audited.py")
+
+
+def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
+    """The SparkSubmitOperator's application, args, jars, conf and environment."""
+    from .lake.spark import SQLITE_JNI_DIRS, jars_for
+
+    args = ["--source-name", settings.source, "--run-id", plan_["run_id"]]
+    if plan_["branch"]:
+        args += ["--branch", plan_["branch"]]
+    config = os.environ.get("BINLAKE_CONFIG")
+    if config:
+        args += ["--config", config]
+    conf = {"spark.ui.enabled": "false", "spark.driver.memory": settings.spark_driver_memory,
+            "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
+    jni = next((d for d in SQLITE_JNI_DIRS if os.path.isdir(d)), None)
+    if jni:
+        conf["spark.driver.extraJavaOptions"] = f"-Djava.library.path={jni}"
+        conf["spark.executor.extraJavaOptions"] = f"-Djava.library.path={jni}"
+    if settings.s3_endpoint_url:
+        conf["spark.executorEnv.BINLAKE_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
+    if settings.spark_packages:
+        conf["spark.jars.packages"] = settings.spark_packages
+    bindir = os.path.dirname(sys.executable)
+    env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+           "BINLAKE_SOURCE": settings.source}
+    return {"application": settings.load_job or default_load_job(),
+            "load_args": args + list(plan_["files"]),
+            "jars": ",".join(jars_for(settings)), "spark_conf": conf, "spark_env": env}
+
+
+# -- validate -------------------------------------------------------------------------------
+
+def files_gate(settings: Settings, plan_: dict[str, Any]) -> list[str]:
+    """Problems with this run's ``files`` rows (on its branch): every planned file loaded,
+    with the sha256 recorded when it was archived."""
+    rows = {r["file"]: r for r in read_table(
+        settings, "files", ["file", "status", "sha256", "error"], branch=plan_.get("branch"),
+        files=plan_["names"])}
+    problems = []
+    for name in plan_["names"]:
+        r = rows.get(name)
+        if r is None:
+            problems.append(f"{name}: no files row (the load did not record it)")
+        elif r["status"] != "loaded":
+            problems.append(f"{name}: {r['status']}: {r['error']}")
+        elif plan_["sha256"].get(name) and r["sha256"] != plan_["sha256"][name]:
+            problems.append(f"{name}: loaded sha256 {r['sha256']} != archived "
+                            f"{plan_['sha256'][name]}")
+    return problems
+
+
+def quality_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("binlake.quality") is not None
+
+
+def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = None
+             ) -> dict[str, Any]:
+    """The files gate, then the Great Expectations suite (``binlake.quality``, run in a
+    subprocess of its own: one JVM per step).  Raises :class:`ValidationFailed`."""
+    result: dict[str, Any] = {"run_id": plan_["run_id"], "branch": plan_.get("branch"),
+                              "files": len(plan_["names"])}
+    problems = files_gate(settings, plan_)
+    result["files_gate"] = "passed" if not problems else "failed"
+    if quality_available():
+        gx = _run_quality(settings, plan_, master or settings.spark_master)
+        result["great_expectations"] = gx
+        if not gx.get("success"):
+            problems.append("Great Expectations suite failed: " + ", ".join(
+                gx.get("failed") or [gx.get("error") or "see its results"]))
+    else:
+        result["great_expectations"] = {"skipped": "binlake.quality is not installed"}
+    result["problems"] = problems
+    result["success"] = not problems
+    log.info("validation: %s", json.dumps(result, default=str))
+    if problems:
+        raise ValidationFailed(result)
+    return result
+
+
+def _run_quality(settings: Settings, plan_: dict[str, Any], master: str) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "binlake.orchestrate", "validate-json", "--master", master,
+           "--run-id", plan_["run_id"]]
+    if plan_.get("branch"):
+        cmd += ["--branch", plan_["branch"]]
+    env = dict(os.environ, BINLAKE_SOURCE=settings.source)
+    res = subprocess.run([*cmd, *plan_["files"]], capture_output=True, text=True, env=env,
+                         check=False)
+    last = (res.stdout.strip().splitlines() or [""])[-1]
+    try:
+        out: dict[str, Any] = json.loads(last)
+    except ValueError:
+        out = {"success": False, "error": f"validation crashed (exit {res.returncode}): "
+               f"{res.stderr.strip()[-1500:]}"}
+    return out
+
+
+def _validate_json(argv: Sequence[str]) -> int:
+    """``python -m binlake.orchestrate validate-json``: run binlake.quality.validate on a local
+    Spark session and print its report as one JSON line."""
+    import argparse
+
+    from .config import load_settings
+    from .lake.spark import build_session
+
+    p = argparse.ArgumentParser()
+    p.add_argument("sources", nargs="*")
+    p.add_argument("--master")
+    p.add_argument("--run-id")
+    p.add_argument("--branch")
+    a = p.parse_args(argv)
+    import importlib
+
+    quality: Any = importlib.import_module("binlake.quality")  # built in parallel (gx)
+
+    settings = load_settings()
+    spark = build_session(settings, app_name="binlake-validate", master=a.master)
+    report = quality.validate(spark, settings, a.sources, run_id=a.run_id, branch=a.branch)
+    d = dict(report.to_dict())
+    d["success"] = bool(report.success)
+    d["data_docs"] = str(getattr(report, "data_docs", "") or "")
+    d["failed"] = [str(r.get("expectation") or r.get("name") or r) for r in
+                   (d.get("results") or []) if isinstance(r, dict) and not r.get("success")]
+    print(json.dumps(d, default=str))
+    return 0
+
+
+# -- publish --------------------------------------------------------------------------------
+
+def publish(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
+    """Make the night visible: fast-forward ``main`` of every lake table to the run's branch
+    and drop the branch (``binlake publish --branch B``; a retry after it succeeded finds the
+    branch gone and does nothing)."""
+    if not plan_.get("branch"):
+        return {"published": False, "note": plan_.get("wap_note"), "run_id": plan_["run_id"]}
+    cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"]]
+    config = os.environ.get("BINLAKE_CONFIG")
+    if config:
+        cmd += ["--config", config]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                         env=dict(os.environ, BINLAKE_SOURCE=settings.source))
+    if res.returncode != 0:
+        raise RuntimeError(f"binlake publish --branch {plan_['branch']} failed "
+                           f"(exit {res.returncode}): {res.stderr.strip()[-2000:]}")
+    return {"published": True, "branch": plan_["branch"], "run_id": plan_["run_id"],
+            "output": res.stdout.strip()[-2000:]}
+
+
+# -- report ---------------------------------------------------------------------------------
+
+def report(settings: Settings, plan_: dict[str, Any] | None,
+           validation: dict[str, Any] | None = None,
+           published: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What landed (from ``main``): the run's files, its transactions by status, the XAs
+    still pending for the source, the validation result; and where to look."""
+    names = (plan_ or {}).get("names") or []
+    out: dict[str, Any] = {"source": settings.source, "run_id": (plan_ or {}).get("run_id"),
+                           "planned": len(names), "mode": (plan_ or {}).get("mode")}
+    if not names:
+        out["message"] = "nothing new arrived: no archived file to load"
+    files = read_table(settings, "files", ["file", "status", "transactions", "row_changes",
+                                            "error"], files=names) if names else []
+    out["files"] = sorted(files, key=lambda r: r["file"])
+    txns = read_table(settings, "transactions", ["status"], files=names,
+                       file_col="end_file") if names else []
+    counts: dict[str, int] = {}
+    for t in txns:
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    out["transactions"] = counts
+    out["pending_xa"] = [
+        {k: (str(v) if k == "prepared_ts" else v) for k, v in r.items()}
+        for r in read_table(settings, "xa_pending", ["xa_gtrid", "xa_bqual", "xa_format_id",
+                                                      "prepare_file", "prepare_pos",
+                                                      "prepared_ts"])]
+    out["validation"] = validation
+    out["published"] = published
+    out["where"] = {
+        "catalog": settings.catalog_uri_resolved, "warehouse": settings.warehouse_resolved,
+        "tables": [f"{settings.catalog_name}.{settings.namespace}.{t}" for t in LAKE_TABLES],
+        "data_docs": ((validation or {}).get("great_expectations") or {}).get("data_docs"),
+    }
+    log.info("%s", report_text(out))
+    return out
+
+
+def report_text(r: dict[str, Any]) -> str:
+    lines = [f"binlake night {r.get('run_id')} (source {r['source']}, {r.get('mode')}): "
+             f"{r['planned']} file(s)"]
+    if r.get("message"):
+        lines.append("  " + r["message"])
+    for f in r.get("files") or []:
+        lines.append(f"  {f['status']:7} {f['file']}: {f['transactions']} transactions, "
+                     f"{f['row_changes']} row changes" + (f"  {f['error']}" if f['error'] else ""))
+    if r.get("transactions"):
+        lines.append("  transactions: " + ", ".join(f"{k} {v}" for k, v in
+                                                     sorted(r["transactions"].items())))
+    lines.append(f"  pending XA: {len(r.get('pending_xa') or [])}")
+    for p in r.get("pending_xa") or []:
+        lines.append(f"    X'{p['xa_gtrid']}',X'{p['xa_bqual']}',{p['xa_format_id']} prepared at "
+                     f"{p['prepare_file']}:{p['prepare_pos']}")
+    v = r.get("validation")
+    if v:
+        gx = v.get("great_expectations") or {}
+        lines.append(f"  validation: {'passed' if v.get('success') else 'FAILED'} (files gate "
+                     f"{v.get('files_gate')}; Great Expectations "
+                     f"{gx.get('skipped') or ('passed' if gx.get('success') else 'failed')})")
+    p = r.get("published")
+    if p:
+        lines.append(f"  published: {p.get('branch') if p.get('published') else p.get('note')}")
+    w = r.get("where") or {}
+    if w.get("data_docs"):
+        lines.append(f"  Data Docs: {w['data_docs']}")
+    lines.append(f"  catalog {w.get('catalog')}, tables {', '.join(w.get('tables') or [])}")
+    return "\n".join(lines)
+
+
+def store(settings: Settings, *, s3_client: Any = None) -> ObjectStore:
+    return store_for(settings, client=s3_client)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["validate-json"]:
+        sys.exit(_validate_json(sys.argv[2:]))
+    print("usage: python -m binlake.orchestrate validate-json [...]", file=sys.stderr)
+    sys.exit(2)
