@@ -148,14 +148,14 @@ with DAG(
         from binlake.orchestrate import report as make_report
 
         ti = context["ti"]
-        keys = ["names", "files", "sha256", "run_id", "branch", "mode", "wap_note"]
+        keys = ["names", "files", "sha256", "run_id", "branch", "mode"]
         plan_ = {k: ti.xcom_pull(task_ids="plan", key=k) for k in keys}
         return make_report(load_settings(), plan_,
                            validation=ti.xcom_pull(task_ids="validate"),
                            published=ti.xcom_pull(task_ids="publish"))
 
     plan_all = {"names": p["names"], "files": p["files"], "sha256": p["sha256"],
-                "run_id": p["run_id"], "branch": p["branch"], "wap_note": p["wap_note"]}
+                "run_id": p["run_id"], "branch": p["branch"]}
     checked = validate(plan_all)
     done = publish(plan_all)
     gate >> load >> checked >> done >> report()

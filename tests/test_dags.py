@@ -288,10 +288,5 @@ def test_archive_keys_and_metadata_on_s3(nights: Pipeline) -> None:
 
 
 def test_great_expectations_suite_ran(nights: Pipeline) -> None:
-    from binlake.orchestrate import quality_available
-
-    if not quality_available():
-        pytest.skip("binlake.quality (the Great Expectations suite) is not merged into this "
-                    "branch yet; remove this skip after merging the gx branch")
     assert nights.runs["n3"]["tasks"]["validate"] == "success"
     assert nights.runs["corrupt"]["tasks"]["validate"] == "failed"

@@ -83,9 +83,3 @@ def test_plan_params_for_backfills(archived: dict[str, str]) -> None:
         O.plan(s, run_id="r", params={"files": ["mariadb-bin.000099"]})
 
 
-def test_publish_without_branch_support_is_a_noop() -> None:
-    ok, why = O.wap_available()
-    p = {"run_id": "af_x", "branch": None, "wap_note": why}
-    if ok:
-        pytest.skip("the lake supports branches: publish is exercised by tests/test_dags.py")
-    assert O.publish(load_settings(), p)["published"] is False

@@ -324,9 +324,11 @@ def store_for(settings: Any, *, client: Any = None) -> ObjectStore:
                       multipart_bytes=settings.archive_multipart_bytes)
 
 
-def recorded_sha256(uri: str) -> str | None:
+def recorded(uri: str) -> tuple[str | None, str | None]:
     """The sha256 recorded when ``uri`` (an archived object: local path or s3:// URI) was
-    archived; None when the object, or its metadata, is missing."""
+    archived, lower-case, and where it was read: S3 object metadata ``sha256``, or the
+    sidecar ``<dir>/_meta/<name>.json`` of the local store.  (None, None) when the object or
+    its metadata is missing or unreadable (a plain directory of binlogs records nothing)."""
     parsed = urlparse(uri)
     if parsed.scheme == "s3":
         from .source import s3_client
@@ -334,15 +336,22 @@ def recorded_sha256(uri: str) -> str | None:
         try:
             r = s3_client().head_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))
         except Exception:
-            return None
-        return (r.get("Metadata") or {}).get("sha256")
+            return None, None
+        value = (r.get("Metadata") or {}).get("sha256")
+        return (str(value).lower(), "s3 object metadata") if value else (None, None)
     path = Path(parsed.path if parsed.scheme == "file" else uri)
+    side = path.parent / META_DIR / f"{path.name}.json"
     try:
-        meta = json.loads((path.parent / META_DIR / f"{path.name}.json").read_text("utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
-    value = meta.get("sha256")
-    return str(value) if value else None
+        meta = json.loads(side.read_text("utf-8"))
+        value = meta.get("sha256")
+    except (OSError, ValueError, AttributeError):
+        return None, None
+    return (str(value).lower(), str(side)) if value else (None, None)
+
+
+def recorded_sha256(uri: str) -> str | None:
+    """Just the sha256 of :func:`recorded`."""
+    return recorded(uri)[0]
 
 
 def iter_sorted(objs: list[StoredObject]) -> Iterator[StoredObject]:

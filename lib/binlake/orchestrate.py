@@ -9,10 +9,8 @@ is testable without a scheduler.  See docs/orchestration.md.
 **Write-audit-publish.** A night loads into an Iceberg branch named after its run
 (:func:`branch_name`), validates that branch, and publishes by fast-forwarding ``main`` of
 every lake table to it (``binlake publish --branch B``).  Analysts read ``main``, so they never
-see a night that failed its checks.  When the lake job has no ``--branch`` yet
-(:func:`wap_available`), loads go to ``main`` directly and publishing is a no-op (said in the
-report): failed files still land nothing but their ``files`` row, and validation still fails
-the run.
+see a night that failed its checks; the failed night's branch stays for inspection, and the
+next night loads its files again from ``main``'s state.
 """
 
 from __future__ import annotations
@@ -171,10 +169,8 @@ def plan(settings: Settings, *, run_id: str, interval_start: str | None = None,
                       key=lambda o: (binlog_file(o.name).base, o.seq))
     mode, chosen = _choose(settings, archived, params, interval_start, interval_end)
     branch = branch_name(run_id)
-    wap, wap_why = wap_available()
     result: dict[str, Any] = {
-        "mode": mode, "run_id": branch, "branch": branch if wap else None, "wap": wap,
-        "wap_note": wap_why, "source": settings.source, "store": store.root_uri,
+        "mode": mode, "run_id": branch, "branch": branch, "source": settings.source, "store": store.root_uri,
         "files": [o.uri for o in chosen], "names": [o.name for o in chosen],
         "sha256": {o.name: o.sha256 for o in chosen},
         "interval": [interval_start, interval_end],
@@ -219,21 +215,6 @@ def _in(o: StoredObject, start: datetime | None, end: datetime | None) -> bool:
 
 def _store_label(settings: Settings) -> str:
     return settings.archive_uri or str(settings.home_path / "archive")
-
-
-def wap_available() -> tuple[bool, str]:
-    """Whether the lake can write to a branch and publish it (``binlake load --branch``,
-    ``binlake publish``)."""
-    from .cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    choices: dict[str, Any] = getattr(sub, "choices", {}) or {}
-    if "publish" not in choices:
-        return False, "the lake has no `binlake publish` yet: loads write to main directly"
-    if "--branch" not in choices["load"]._option_string_actions:
-        return False, "the lake job has no --branch yet: loads write to main directly"
-    return True, "write-audit-publish: load into a branch, publish after validation"
 
 
 def default_load_job() -> str:
@@ -290,12 +271,6 @@ def files_gate(settings: Settings, plan_: dict[str, Any]) -> list[str]:
     return problems
 
 
-def quality_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("binlake.quality") is not None
-
-
 def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = None
              ) -> dict[str, Any]:
     """The files gate, then the Great Expectations suite (``binlake.quality``, run in a
@@ -304,14 +279,11 @@ def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = 
                               "files": len(plan_["names"])}
     problems = files_gate(settings, plan_)
     result["files_gate"] = "passed" if not problems else "failed"
-    if quality_available():
-        gx = _run_quality(settings, plan_, master or settings.spark_master)
-        result["great_expectations"] = gx
-        if not gx.get("success"):
-            problems.append("Great Expectations suite failed: " + ", ".join(
-                gx.get("failed") or [gx.get("error") or "see its results"]))
-    else:
-        result["great_expectations"] = {"skipped": "binlake.quality is not installed"}
+    gx = _run_quality(settings, plan_, master or settings.spark_master)
+    result["great_expectations"] = gx
+    if not gx.get("success"):
+        problems.append("Great Expectations suite failed: " + ", ".join(
+            gx.get("failed") or [gx.get("error") or "see its results"]))
     result["problems"] = problems
     result["success"] = not problems
     log.info("validation: %s", json.dumps(result, default=str))
@@ -373,8 +345,6 @@ def publish(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
     """Make the night visible: fast-forward ``main`` of every lake table to the run's branch
     and drop the branch (``binlake publish --branch B``; a retry after it succeeded finds the
     branch gone and does nothing)."""
-    if not plan_.get("branch"):
-        return {"published": False, "note": plan_.get("wap_note"), "run_id": plan_["run_id"]}
     cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"]]
     config = os.environ.get("BINLAKE_CONFIG")
     if config:

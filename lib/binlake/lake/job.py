@@ -148,29 +148,9 @@ def _sha256(uri: str) -> tuple[str, int, str | None]:
                 break
             h.update(b)
             n += len(b)
+    from ..objectstore import recorded_sha256
+
     return h.hexdigest(), n, recorded_sha256(uri)
-
-
-def recorded_sha256(uri: str) -> str | None:
-    """The sha256 the archive recorded for an object: S3 user metadata ``sha256``; for the
-    local-directory store, ``<dir>/_meta/<name>.json``'s ``"sha256"``."""
-    import json
-
-    loc = parse_location(uri)
-    if loc.scheme == "s3":
-        head = s3_client().head_object(Bucket=loc.bucket, Key=loc.key)
-        return (head.get("Metadata") or {}).get("sha256")
-    if not loc.path:
-        return None
-    side = os.path.join(os.path.dirname(loc.path), "_meta", os.path.basename(loc.path) + ".json")
-    try:
-        with open(side, encoding="utf-8") as fh:
-            value = json.load(fh).get("sha256")
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:  # the file then fails, naming the sidecar
-        return f"(unreadable: {side}: {exc})"
-    return str(value) if value else None
 
 
 # -- the job ----------------------------------------------------------------------------------

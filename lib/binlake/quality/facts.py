@@ -19,8 +19,6 @@ are SQL over these facts, on the driver's Spark plan, never over collected rows.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -118,27 +116,11 @@ def sha256_of(uri: str) -> tuple[str, int]:
 
 
 def recorded_sha256(uri: str) -> tuple[str | None, str | None]:
-    """The sha256 the archive recorded at copy time, and where: S3 object metadata ``sha256``,
-    or the sidecar ``<dir>/_meta/<name>.json`` of the local object store; (None, None) when
-    nothing was recorded (a plain directory of binlogs)."""
-    loc = parse_location(uri)
-    if loc.scheme == "s3":
-        try:
-            meta = s3_client().head_object(Bucket=loc.bucket, Key=loc.key).get("Metadata") or {}
-        except Exception:  # unreadable metadata is "not recorded"; reading the object fails later
-            return None, None
-        value = meta.get("sha256")
-        return (value.lower(), "s3 object metadata") if value else (None, None)
-    if not loc.path:
-        return None, None
-    side = os.path.join(os.path.dirname(loc.path), "_meta",
-                        os.path.basename(loc.path) + ".json")
-    try:
-        with open(side, encoding="utf-8") as fh:
-            value = json.load(fh).get("sha256")
-    except (OSError, ValueError, AttributeError):
-        return None, None
-    return (str(value).lower(), side) if value else (None, None)
+    """The sha256 the archive recorded at copy time, and where (see
+    :func:`binlake.objectstore.recorded`)."""
+    from ..objectstore import recorded
+
+    return recorded(uri)
 
 
 # -- GTID set texts (canonical, comparable as strings) -----------------------------------------
