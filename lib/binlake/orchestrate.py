@@ -135,11 +135,10 @@ def read_table(settings: Settings, table: str, columns: Sequence[str], *,
     except NoSuchTableError:
         return []
     snapshot_id = None
-    if branch:
+    if branch:  # a table the run wrote nothing to has no branch: its state is main's
         ref = tbl.metadata.refs.get(branch)
-        if ref is None:
-            return []
-        snapshot_id = ref.snapshot_id
+        if ref is not None:
+            snapshot_id = ref.snapshot_id
     flt = f"source = {_lit(settings.source)}"
     if files is not None:
         flt += f" AND {file_col} IN ({', '.join(_lit(f) for f in files) or _lit('')})"
