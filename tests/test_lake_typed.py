@@ -133,20 +133,16 @@ def _settings(home: Path, catalog: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
+def spark(spark_lake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The suite's shared session (conftest ``spark_lake``; stopping it here would break
+    the modules that use it after this one), with this module's catalog registered."""
     from binlake.lake.spark import build_session
 
-    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-    if active is not None:
-        active.stop()
     t0 = time.monotonic()
     s = build_session(_settings(tmp_path_factory.mktemp("typed-boot"), "typed_boot"),
                       master="local[2]")
     TIMINGS["spark session"] = time.monotonic() - t0
     yield s
-    s.stop()
     print("\ntest_lake_typed timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in
                                                     TIMINGS.items()))
 
