@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import shutil
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,7 +30,6 @@ import pytest
 from binlake.constants import EventType
 from binlake.devserver import MariaDBServer, free_port
 from binlake.errors import BinlogError
-from binlake.event import Event
 from binlake.reader import BinlogReader
 from binlake.txn.checks import (
     GTID_OUT_OF_ORDER,
@@ -60,6 +58,7 @@ from binlake.txn.findings import (
     Finding,
 )
 
+from .binlog_files import copy_files, top_events
 from .corpus import CORPUS, CorpusFile, corpus_files, require_corpus
 
 FILES = corpus_files()
@@ -491,19 +490,6 @@ def stream(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path
         srv.stop(timeout=30)
 
 
-def _copy(files: list[Path], dest: Path) -> list[Path]:
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for f in files:
-        shutil.copyfile(f, dest / f.name)
-        out.append(dest / f.name)
-    return out
-
-
-def _events(path: Path) -> list[Event]:
-    return [ev for ev in BinlogReader(path) if ev.payload_index is None]
-
-
 @pytest.mark.integration
 def test_mariadb_sequence_is_clean(stream: dict[str, Any]) -> None:
     files = stream["files"]
@@ -527,7 +513,7 @@ def test_mariadb_sequence_is_clean(stream: dict[str, Any]) -> None:
 def test_mariadb_missing_middle_file(stream: dict[str, Any]) -> None:
     f1, f2, f3 = stream["files"][:3]
     findings = check_files([str(f1), str(f3)])
-    gtid_list = next(ev for ev in _events(f3) if ev.type_code == EventType.MARIADB_GTID_LIST)
+    gtid_list = next(ev for ev in top_events(f3) if ev.type_code == EventType.MARIADB_GTID_LIST)
     assert {(x.kind, x.severity, x.file, x.pos) for x in findings} == {
         (MISSING_FILE, ERROR, f3.name, None),
         (GTID_HEADER_MISMATCH, ERROR, f3.name, gtid_list.pos),
@@ -539,8 +525,8 @@ def test_mariadb_missing_middle_file(stream: dict[str, Any]) -> None:
 
 @pytest.mark.integration
 def test_mariadb_truncated_last_file(stream: dict[str, Any], tmp_path: Path) -> None:
-    copies = _copy(stream["files"][:3], tmp_path / "cut")
-    last = _events(copies[2])[-1]
+    copies = copy_files(stream["files"][:3], tmp_path / "cut")
+    last = top_events(copies[2])[-1]
     assert last.type_code == EventType.ROTATE
     size = copies[2].stat().st_size
     with open(copies[2], "r+b") as fh:
@@ -555,8 +541,8 @@ def test_mariadb_truncated_last_file(stream: dict[str, Any], tmp_path: Path) -> 
 def test_mariadb_file_cut_at_an_event_boundary(stream: dict[str, Any], tmp_path: Path) -> None:
     # A copy that stops between two events inside a transaction (before its Xid): no framing
     # error, but the file does not end with Rotate or Stop.
-    copies = _copy(stream["files"][:3], tmp_path / "boundary")
-    xid = next(ev for ev in _events(copies[2]) if ev.type_code == EventType.XID)
+    copies = copy_files(stream["files"][:3], tmp_path / "boundary")
+    xid = next(ev for ev in top_events(copies[2]) if ev.type_code == EventType.XID)
     with open(copies[2], "r+b") as fh:
         fh.truncate(xid.pos)
     findings = check_files([str(c) for c in copies])
@@ -567,8 +553,8 @@ def test_mariadb_file_cut_at_an_event_boundary(stream: dict[str, Any], tmp_path:
         (FILE_END_WITHOUT_ROTATE, ERROR, xid.pos)}, _show(findings)
     # the same cut in the middle file: an error whatever the option, and the next file's
     # Gtid_list has the GTIDs of the lost tail (the ALTER and the XA PREPARE after that Xid)
-    copies = _copy(stream["files"][:3], tmp_path / "middle")
-    middle = _events(copies[1])
+    copies = copy_files(stream["files"][:3], tmp_path / "middle")
+    middle = top_events(copies[1])
     xid = next(ev for ev in middle if ev.type_code == EventType.XID)
     lost = [ev.data["gtid"] for ev in middle
             if ev.type_code == EventType.MARIADB_GTID and ev.pos > xid.pos]
@@ -585,8 +571,8 @@ def test_mariadb_file_cut_at_an_event_boundary(stream: dict[str, Any], tmp_path:
 
 @pytest.mark.integration
 def test_mariadb_flipped_byte(stream: dict[str, Any], tmp_path: Path) -> None:
-    copies = _copy(stream["files"][:3], tmp_path / "flip")
-    alter = next(ev for ev in _events(copies[1])
+    copies = copy_files(stream["files"][:3], tmp_path / "flip")
+    alter = next(ev for ev in top_events(copies[1])
                  if ev.type_code == EventType.QUERY and "ALTER TABLE" in ev.data["query"])
     at = alter.pos + alter.length - 4 - 2  # inside the statement text, before the CRC32
     data = bytearray(copies[1].read_bytes())
@@ -610,9 +596,9 @@ def test_mariadb_files_of_two_servers(stream: dict[str, Any],
     b1, b2 = sorted(other.datadir.glob("other-bin.[0-9]*"))[:2]
     assert check_files([str(b1), str(b2)]) == []  # the other server's own chain is sound
     a1 = stream["files"][0]
-    rotate = _events(a1)[-1]
-    gtid_list = next(ev for ev in _events(b2) if ev.type_code == EventType.MARIADB_GTID_LIST)
-    b_gtids = [ev for ev in _events(b2) if ev.type_code == EventType.MARIADB_GTID]
+    rotate = top_events(a1)[-1]
+    gtid_list = next(ev for ev in top_events(b2) if ev.type_code == EventType.MARIADB_GTID_LIST)
+    b_gtids = [ev for ev in top_events(b2) if ev.type_code == EventType.MARIADB_GTID]
     assert [ev.data["gtid"] for ev in b_gtids] == ["0-2-2", "0-2-3"]
     findings = check_files([str(a1), str(b2)])
     # a1 ends naming mariadb-bin.000002; b2 follows the other server's 0-2-1, and reuses
@@ -642,7 +628,7 @@ def test_mariadb_gtid_sequence_rules(fresh_mariadb: MariaDBServer) -> None:
     srv.execute(["SET gtid_seq_no = 3", "INSERT INTO d.t VALUES (5)"])  # seq_no 3 again
     srv.flush_binary_logs()
     first, second = srv.binlog_files()
-    events = [ev for ev in _events(first) if ev.type_code == EventType.MARIADB_GTID]
+    events = [ev for ev in top_events(first) if ev.type_code == EventType.MARIADB_GTID]
     assert [ev.data["gtid"] for ev in events] == [
         "0-1-1", "0-1-2", "0-1-3", "0-1-20", "0-7-10", "0-1-15", "0-1-3"]
     pos = {i: ev.pos for i, ev in enumerate(events)}
@@ -658,6 +644,6 @@ def test_mariadb_gtid_sequence_rules(fresh_mariadb: MariaDBServer) -> None:
     assert gap.detail["missing"] == [4, 19]
     # The server's Gtid_list keeps the *last* GTID per (domain, server), 0-1-3, not the highest:
     # no header finding means the checker expected exactly that.
-    gtid_list = next(ev for ev in _events(second) if ev.type_code == EventType.MARIADB_GTID_LIST)
+    gtid_list = next(ev for ev in top_events(second) if ev.type_code == EventType.MARIADB_GTID_LIST)
     assert {(g["server_id"], g["seq_no"]) for g in gtid_list.data["gtids"]} == {(1, 3), (7, 10)}
     assert GTID_HEADER_MISMATCH not in _kinds(findings)

@@ -34,6 +34,7 @@ import pytest
 from binlake.constants import EventType
 from binlake.reader import BinlogReader
 
+from .binlog_files import copy_files, top_events
 from .corpus import CORPUS, require_corpus
 from .servers import start_server
 
@@ -135,19 +136,6 @@ def show(report: Any) -> str:
                      f"{json.dumps(r['details'], default=str)[:400]}" for r in report.failed())
 
 
-def copy(files: list[Path], dest: Path) -> list[Path]:
-    dest.mkdir(parents=True, exist_ok=True)
-    out = []
-    for f in files:
-        shutil.copyfile(f, dest / f.name)
-        out.append(dest / f.name)
-    return out
-
-
-def top_events(path: Path) -> list[Any]:
-    return [ev for ev in BinlogReader(path) if ev.payload_index is None]
-
-
 # -- the MariaDB stream -------------------------------------------------------------------------
 
 
@@ -187,7 +175,7 @@ def test_sha256_recorded_at_copy_time(spark: Any, plain: Any, stream: dict[str, 
                                       tmp_path: Path) -> None:
     import hashlib
 
-    files = copy(stream["files"][:3], tmp_path / "archive")
+    files = copy_files(stream["files"][:3], tmp_path / "archive")
     meta = tmp_path / "archive" / "_meta"
     meta.mkdir()
     for f in files:
@@ -204,7 +192,7 @@ def test_sha256_recorded_at_copy_time(spark: Any, plain: Any, stream: dict[str, 
 @pytest.mark.integration
 def test_flipped_byte_fails_integrity_only(spark: Any, plain: Any, stream: dict[str, Any],
                                            tmp_path: Path) -> None:
-    files = copy(stream["files"][:3], tmp_path / "flip")
+    files = copy_files(stream["files"][:3], tmp_path / "flip")
     commit = next(ev for ev in top_events(files[1])
                   if ev.type_code == EventType.QUERY and ev.data["query"] == "COMMIT")
     data = bytearray(files[1].read_bytes())
@@ -238,7 +226,7 @@ def test_missing_middle_file_fails_positions_and_gtid(spark: Any, plain: Any,
 @pytest.mark.integration
 def test_file_cut_short_fails_integrity_only(spark: Any, plain: Any, stream: dict[str, Any],
                                              tmp_path: Path) -> None:
-    files = copy(stream["files"][:3], tmp_path / "cut")
+    files = copy_files(stream["files"][:3], tmp_path / "cut")
     last = top_events(files[2])[-1]
     assert last.type_code == EventType.ROTATE
     with open(files[2], "r+b") as fh:
