@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, Any
 
 from . import __version__
 from .errors import BinlogError
@@ -133,20 +133,32 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return run(args, _Usage)
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
+def lake_session(config: str | None, master: str | None, source: str | None = None,
+                 app_name: str | None = None) -> tuple[Any, Any] | None:
+    """Settings and a Spark session for the lake commands: a bad setting is a usage error;
+    a Spark that cannot start is reported on stderr and gives None."""
     from .config import ConfigError, load_settings
-    from .lake.publish import discard, publish
     from .lake.spark import SparkSetupError, build_session
 
     try:
-        settings = load_settings(args.config)
+        settings = load_settings(config, source=source)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
     try:
-        spark = build_session(settings, master=args.master)
+        kw = {"app_name": app_name} if app_name else {}
+        return settings, build_session(settings, master=master, **kw)
     except SparkSetupError as exc:
         print(f"binlake: error: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from .lake.publish import discard, publish
+
+    lake = lake_session(args.config, args.master)
+    if lake is None:
         return 1
+    settings, spark = lake
     try:
         done = (discard if args.discard else publish)(spark, settings, args.branch)
     except ValueError as exc:
@@ -159,19 +171,12 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_load(args: argparse.Namespace) -> int:
     import json
 
-    from .config import ConfigError, load_settings
     from .lake.job import run_load, summary_text
-    from .lake.spark import SparkSetupError, build_session
 
-    try:
-        settings = load_settings(args.config, source=args.source_name)
-    except ConfigError as exc:
-        raise _Usage(str(exc)) from None
-    try:
-        spark = build_session(settings, master=args.master)
-    except SparkSetupError as exc:
-        print(f"binlake: error: {exc}", file=sys.stderr)
+    lake = lake_session(args.config, args.master, source=args.source_name)
+    if lake is None:
         return 1
+    settings, spark = lake
     try:
         summary = run_load(spark, settings, args.sources, run_id=args.run_id,
                            branch=args.branch, reload=args.reload)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import uuid
 
@@ -32,25 +31,20 @@ def add_parser(sub: argparse._SubParsersAction, handler: object) -> None:
 
 
 def cmd_validate(args: argparse.Namespace, usage: type[Exception]) -> int:
-    from ..config import ConfigError, load_settings
-    from ..lake.spark import SparkSetupError, build_session
+    from ..cli import lake_session
     from .run import InputError, check_sources, validate
 
     try:
-        settings = load_settings(args.config, source=args.source_name)
-    except ConfigError as exc:
-        raise usage(str(exc)) from None
-    try:
-        check_sources(args.sources)
+        check_sources(args.sources)  # before starting Spark
     except InputError as exc:
         raise usage(str(exc)) from None
     run_id = args.run_id or (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-"
                              + uuid.uuid4().hex[:6])
-    try:
-        spark = build_session(settings, app_name="binlake-validate", master=args.master)
-    except SparkSetupError as exc:
-        print(f"binlake: error: {exc}", file=sys.stderr)
+    lake = lake_session(args.config, args.master, source=args.source_name,
+                        app_name="binlake-validate")
+    if lake is None:
         return 2
+    settings, spark = lake
     try:
         report = validate(spark, settings, args.sources, run_id=run_id, branch=args.branch,
                           lake=not args.no_lake)
