@@ -2,8 +2,8 @@
 # Set up a fresh machine for binlake: system packages, the virtualenv, the pinned Python
 # dependencies. Idempotent: a second run only checks. Non-interactive (CI has no stdin).
 #
-#   bash infra/setup.sh            # decoder, dev tools, Spark + Iceberg
-#   BINLAKE_EXTRAS=dev,spark,airflow,gx bash infra/setup.sh
+#   bash infra/setup.sh                        # everything: dev, spark, gx, airflow
+#   BINLAKE_EXTRAS=dev,spark bash infra/setup.sh   # without Great Expectations and Airflow
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
