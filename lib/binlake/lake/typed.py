@@ -67,9 +67,8 @@ ENUM, SET                              STRING             member names (``"a,c"`
                                                           has no member names)
 JSON (MySQL)                           STRING             the JSON text of the value
                                                           (strings quoted; JSON ``null`` is
-                                                          NULL); numbers inside documents are
-                                                          re-serialised by Spark's parser
-                                                          (doubles: 17 digits); a partial
+                                                          NULL), compact, numbers with the
+                                                          digits the binlog gave; a partial
                                                           update the binlog gives only as
                                                           ``{"json_diff": ...}`` is stored as
                                                           that object
@@ -470,116 +469,13 @@ def _evolve(spark: Any, table: str, target: dict[str, str], comments: dict[str, 
 
 # -- conversion ----------------------------------------------------------------------------
 
-_HEX_PREFIX = '{"hex":"'
-
-
 @dataclass
 class _Group:
-    """Layouts that convert identically: one from_json per row."""
+    """Layouts that convert identically (one converter per group)."""
 
     gid: int
     layout: Layout
     slots: dict[str, str]  # source -> typed column
-
-
-def _json_schema(cols: list[tuple[str, Mapped]]) -> Any:
-    from pyspark.sql.types import ArrayType, FloatType, StringType, StructField, StructType
-
-    hexs = StructType([StructField("hex", StringType())])
-    fields = []
-    for src, m in cols:
-        t = hexs if m.kind == "binary" else ArrayType(FloatType()) if m.kind == "vector" \
-            else StringType()
-        fields.append(StructField(src, t))
-    return StructType(fields)
-
-
-def _schema_of(srcs: list[str], dtype: Any) -> Any:
-    from pyspark.sql.types import StructField, StructType
-
-    return StructType([StructField(s, dtype) for s in srcs])
-
-
-class _Image:
-    """Columns that parse one JSON image column (``img``) of one layout group, and the SQL
-    expressions of its typed values."""
-
-    def __init__(self, g: _Group, img: str, tag: str, srcs: list[str]) -> None:
-        self.g, self.img, self.tag = g, img, tag
-        types = dict(g.layout.columns)
-        self.cols = [(s, types[s]) for s in srcs]
-        self.p = f"{INTERNAL}{tag}{g.gid}"
-
-    def ref(self, aux: str, src: str) -> str:
-        return f"{q(self.p + aux)}.{q(src)}"
-
-    def stage1(self, cond: Any) -> dict[str, Any]:
-        from pyspark.sql import functions as F
-
-        return {self.p: F.when(cond, F.from_json(F.col(self.img), _json_schema(self.cols)))}
-
-    def stage2(self) -> dict[str, Any]:
-        """Second parses, only for the rows that need them: text columns holding
-        ``{"hex": ...}`` (bytes that did not decode) and MySQL JSON columns."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import (
-            ArrayType,
-            BooleanType,
-            DoubleType,
-            MapType,
-            StringType,
-            StructField,
-            StructType,
-        )
-
-        out: dict[str, Any] = {}
-        img = F.col(self.img)
-        text = [s for s, m in self.cols if m.kind == "text"]
-        if text:
-            hexs = StructType([StructField("hex", StringType())])
-            cond = F.lit(False)
-            for s in text:
-                cond = cond | F.col(self.p).getField(s).startswith(_HEX_PREFIX)
-            out[self.p + "h"] = F.when(F.col(self.p).isNotNull() & cond,
-                                       F.from_json(img, _schema_of(text, hexs)))
-        js = [s for s, m in self.cols if m.kind == "json"]
-        if js:
-            probes = {"o": (MapType(StringType(), StringType()), lambda v: v.startswith("{")),
-                      "a": (ArrayType(StringType()), lambda v: v.startswith("[")),
-                      "b": (BooleanType(), lambda v: v.isin("true", "false")),
-                      "n": (DoubleType(), lambda v: v.rlike("^-?[0-9]"))}
-            for aux, (dtype, test) in probes.items():
-                cond = F.lit(False)
-                for s in js:
-                    cond = cond | test(F.col(self.p).getField(s))
-                out[self.p + aux] = F.when(F.col(self.p).isNotNull() & cond,
-                                           F.from_json(img, _schema_of(js, dtype)))
-        return out
-
-    def value(self, src: str) -> str:
-        """SQL expression of the typed value of ``src`` (its Mapped type)."""
-        m = dict(self.cols)[src]
-        v = self.ref("", src)
-        k = m.kind
-        if k == "cast":
-            return f"try_cast({v} AS {m.sql})"
-        if k == "date":
-            return f"try_cast({v} AS DATE)"
-        if k == "datetime":
-            return f"try_cast({v} AS TIMESTAMP_NTZ)"
-        if k == "timestamp":
-            return f"try_cast(concat({v}, 'Z') AS TIMESTAMP)"
-        if k == "binary":
-            return f"unhex({v}.hex)"
-        if k == "text":
-            h = f"{self.ref('h', src)}.hex"
-            return f"CASE WHEN {h} IS NOT NULL THEN decode(unhex({h}), 'UTF-8') ELSE {v} END"
-        if k == "json":
-            known = " OR ".join(f"{self.ref(a, src)} IS NOT NULL" for a in "oabn")
-            quoted = f"to_json(array({v}))"
-            return (f"CASE WHEN {v} IS NULL OR {known} THEN {v} "
-                    f"ELSE substr({quoted}, 2, length({quoted}) - 2) END")
-        return v  # string, vector
 
 
 def _order_gt(a: str, b: str) -> str:
@@ -673,19 +569,29 @@ def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     layouts = _sync_layouts(spark, settings, tables_seen, run_id)
 
-    def one(key: tuple[str, str]) -> dict[str, Any]:
+    # Schemas first, one table after the other: creating or altering tables is a catalog
+    # write, and two at once can fail on SQLite's lock (SQLITE_BUSY, no retry).
+    keys = sorted(layouts)
+    jobs = []
+    for key in keys:
         t0 = time.time()
-        rep = _apply_table(spark, settings, key[0], key[1], layouts[key], seqs)
-        rep["seconds"] = round(time.time() - t0, 3)
-        return rep
+        job = _prepare_table(spark, settings, key[0], key[1], layouts[key], seqs)
+        job.rep["seconds"] = round(time.time() - t0, 3)
+        jobs.append(job)
+
+    def one(job: _TableJob) -> dict[str, Any]:
+        t0 = time.time()
+        if job.plan is not None:
+            _fill_table(spark, settings, job)
+        job.rep["seconds"] = round(job.rep["seconds"] + time.time() - t0, 3)
+        return job.rep
 
     # Tables are independent (their own Iceberg commits): several at once keep the cores
     # busy while one table's small stages or commits run.
     from concurrent.futures import ThreadPoolExecutor
 
-    keys = sorted(layouts)
     with ThreadPoolExecutor(max_workers=min(settings.typed_parallelism, len(keys))) as pool:
-        reps = list(pool.map(one, keys))
+        reps = list(pool.map(one, jobs))
     for (db, tbl), rep in zip(keys, reps):
         report["tables"][f"{db}.{tbl}"] = rep
         report["created"] += rep["created"]
@@ -697,11 +603,26 @@ def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
     return report
 
 
-def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
-                 layouts: list[Layout], seqs: list[int] | None) -> dict[str, Any]:
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+@dataclass
+class _TableJob:
+    """One source table's typed step: its schema done (:func:`_prepare_table`), its rows to
+    convert and merge (:func:`_fill_table`)."""
 
+    db: str
+    tbl: str
+    rep: dict[str, Any]
+    layouts: list[Layout]
+    named: list[Layout] = field(default_factory=list)
+    plan: Plan | None = None  # None: nothing to fill (skipped)
+    slots_of: dict[int, dict[str, str]] = field(default_factory=dict)
+    pk_slots: list[str] = field(default_factory=list)
+    full: bool = False
+    wm: tuple[int, int, int] | None = None
+    seqs: list[int] | None = None
+
+
+def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
+                   layouts: list[Layout], seqs: list[int] | None) -> _TableJob:
     cl_name, m_name = table_names(db, tbl)
     cl, mirror = settings.table(cl_name), settings.table(m_name)
     rep: dict[str, Any] = {"changelog": cl, "mirror": None, "created": [], "evolved": [],
@@ -712,7 +633,7 @@ def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
         rep["changelog"] = None
         rep["skipped"] = ("the binlog does not name the columns (binlog_row_metadata is not "
                           "FULL): no typed tables")
-        return rep
+        return _TableJob(db, tbl, rep, layouts)
 
     # Schema: plan on the changelog, then bring the mirror to the same typed columns.
     cl_exists = _exists(spark, cl)
@@ -751,7 +672,18 @@ def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
         if raw:
             s, p, i = (int(x) for x in raw.split(","))
             wm = (s, p, i)
+    return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs)
 
+
+def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    db, tbl, rep, layouts, named, plan = (job.db, job.tbl, job.rep, job.layouts, job.named,
+                                          job.plan)
+    assert plan is not None
+    slots_of, pk_slots, full, wm, seqs = job.slots_of, job.pk_slots, job.full, job.wm, job.seqs
+    cl, mirror = rep["changelog"], rep["mirror"] or settings.table(table_names(db, tbl)[1])
     # Candidates: the changes of the run's files (the changelog's rows for those files are
     # replaced; the mirror takes those newer than its watermark).
     src = lit(settings.source)
@@ -777,13 +709,18 @@ def _apply_table(spark: Any, settings: Settings, db: str, tbl: str,
             conv.unpersist()
     finally:
         cand.unpersist()
-    return rep
 
 
 def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: dict[int, Any],
              plan: Plan, seqs: set[int] | None, pk_slots: list[str]) -> Any:
-    """The candidates with their typed columns (one from_json per row and image)."""
-    from pyspark.sql import functions as F
+    """The candidates with their typed columns, converted in Python on the executors
+    (:mod:`binlake.lake.typedconv`): ``_txn_id``, ``_op``, the order key, ``_commit_ts``,
+    the layout group in force, the typed columns, ``_absent``, a mismatch flag and, for
+    updates of a table with a key, the key's values before the change."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from .typedconv import Converter
 
     # Layout groups (layouts converting identically) and the change points of the files
     # the candidates come from (the layout in force: the last one before the row, same file).
@@ -803,95 +740,38 @@ def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: di
         if points and points[-1][0] == lay.seq and points[-1][2] == gi:
             continue
         points.append((lay.seq, lay.pos, gi))
-    lay_expr = F.lit(NO_LAYOUT)
-    if points:
-        seq, pos = F.col(f"{INTERNAL}seq"), F.col("pos")
-        e = None
-        for ps, pp, gi in reversed(points):
-            cond = (seq == ps) & (pos >= pp)
-            e = F.when(cond, F.lit(gi)) if e is None else e.when(cond, F.lit(gi))
-        assert e is not None
-        lay_expr = e.otherwise(F.lit(NO_LAYOUT))
-    L = f"{INTERNAL}layout"
-    df = cand.withColumn(L, lay_expr).withColumn(
-        f"{INTERNAL}img", F.expr("CASE WHEN op = 'delete' THEN before ELSE after END"))
-
-    # Stage 1: parse the image (and, for updates of tables with a key, the before image's
-    # key columns); stage 2: second parses only where needed; stage 3: typed values.
-    used = sorted({g.gid for g in groups.values()}
-                  & {gi for _, _, gi in points})
-    by_id = {g.gid: g for g in groups.values()}
-    images: dict[int, _Image] = {}
-    befores: dict[int, _Image] = {}
-    s1: dict[str, Any] = {}
-    for gid in used:
-        g = by_id[gid]
-        images[gid] = _Image(g, f"{INTERNAL}img", "p", [s for s, _ in g.layout.columns])
-        s1.update(images[gid].stage1(F.col(L) == gid))
-        s1[f"{INTERNAL}k{gid}"] = F.when(F.col(L) == gid,
-                                         F.expr(f"json_object_keys({INTERNAL}img)"))
-        key_srcs = _key_srcs(g, pk_slots)
-        if key_srcs:
-            befores[gid] = _Image(g, "before", "b", key_srcs)
-            s1.update(befores[gid].stage1((F.col(L) == gid) & (F.col("op") == "update")))
-    df = df.select("*", *[c.alias(n) for n, c in s1.items()])
-    s2: dict[str, Any] = {}
-    for img in [*images.values(), *befores.values()]:
-        s2.update(img.stage2())
-    if s2:
-        df = df.select("*", *[c.alias(n) for n, c in s2.items()])
-
-    def case(exprs: dict[int, Any]) -> Any:
-        e = None
-        for gid, x in exprs.items():
-            e = F.when(F.col(L) == gid, x) if e is None else e.when(F.col(L) == gid, x)
-        return e if e is not None else F.lit(None)
-
-    out: list[Any] = [F.col("txn_id").alias("_txn_id"), F.col("op").alias("_op"),
-                      *[F.col(c).alias(n) for c, n in zip(RC_ORDER, ORDER)],
-                      F.col("commit_ts").alias("_commit_ts"), F.col(L),
-                      F.col(f"{INTERNAL}in_cl")]
-    for col, sql in plan.columns.items():
-        exprs = {}
-        for gid in used:
-            g = by_id[gid]
-            srcs = [s for s, c in g.slots.items() if c == col]
-            if srcs:
-                exprs[gid] = F.expr(images[gid].value(srcs[0])).cast(sql)
-        out.append(case(exprs).cast(sql).alias(col))
-    absent, extra = {}, {}
-    for gid in used:
-        g = by_id[gid]
-        srcs = [s for s, _ in g.layout.columns]
-        keys = F.col(f"{INTERNAL}k{gid}")
-        missing = F.array_except(F.array(*[F.lit(s) for s in srcs]), keys)
-        if any(g.slots[s] != s for s in srcs):
-            names = F.create_map(*[x for s in srcs for x in (F.lit(s), F.lit(g.slots[s]))])
-            missing = F.transform(missing, names.__getitem__)
-        absent[gid] = missing
-        extra[gid] = F.size(F.array_except(keys, F.array(*[F.lit(s) for s in srcs]))) > 0
-    out.append(case(absent).cast("array<string>").alias("_absent"))
-    out.append(case(extra).cast("boolean").alias(f"{INTERNAL}mismatch"))
-    for i, col in enumerate(pk_slots):
-        olds = {}
-        for gid in used:
-            g = by_id[gid]
-            srcs = [s for s, c in g.slots.items() if c == col]
-            if srcs and gid in befores:
-                olds[gid] = F.expr(befores[gid].value(srcs[0]))
-        out.append(case(olds).cast(plan.columns[col]).alias(f"{INTERNAL}old{i}"))
-    res = df.select(*out)
-    if pk_slots:
-        # An update's after image without a key column (MINIMAL) keeps the before value.
-        upd = F.col("_op") == "update"
-        fixes = {c: F.when(upd & F.array_contains(F.col("_absent"), c),
-                           F.col(f"{INTERNAL}old{i}")).otherwise(F.col(q(c)))
-                 for i, c in enumerate(pk_slots)}
-        fixes["_absent"] = F.when(upd, F.array_except(
-            F.col("_absent"), F.array(*[F.lit(c) for c in pk_slots]))).otherwise(
-            F.col("_absent"))
-        res = res.withColumns(fixes)
-    return res
+    by_seq: dict[int, list[tuple[int, int]]] = {}
+    for ps, pp, gi in points:
+        by_seq.setdefault(ps, []).append((pp, gi))
+    used = {gi for _, _, gi in points}
+    conv_groups = {}
+    for g in groups.values():
+        if g.gid not in used:
+            continue
+        cols, taken = [], set()
+        for src, m in g.layout.columns:
+            if g.slots[src] not in taken:  # the first source of a typed column fills it
+                taken.add(g.slots[src])
+                cols.append((src, m.kind, m.sql, g.slots[src]))
+        kinds = dict(g.layout.columns)
+        inv: dict[str, str] = {}
+        for src, c in g.slots.items():
+            inv.setdefault(c, src)
+        keys = [(inv[c], kinds[inv[c]].kind, kinds[inv[c]].sql, i)
+                for i, c in enumerate(pk_slots) if c in inv]
+        conv_groups[g.gid] = (cols, keys)
+    fields = [("_txn_id", "string"), ("_op", "string"), ("_order_seq", "int"),
+              ("_order_pos", "bigint"), ("_order_idx", "int"), ("_commit_ts", "timestamp"),
+              (f"{INTERNAL}layout", "int"), (f"{INTERNAL}in_cl", "boolean"),
+              *plan.columns.items(), ("_absent", "array<string>"),
+              (f"{INTERNAL}mismatch", "boolean"),
+              *[(f"{INTERNAL}old{i}", plan.columns[c]) for i, c in enumerate(pk_slots)]]
+    ddl = ", ".join(f"{q(n)} {t}" for n, t in fields)
+    struct = _parse_datatype_string(ddl)
+    assert isinstance(struct, StructType)
+    conv = Converter(by_seq, conv_groups, list(plan.columns.items()), list(pk_slots),
+                     to_arrow_schema(struct))
+    return cand.mapInArrow(conv, ddl)
 
 
 def _key_srcs(g: _Group, pk_slots: list[str]) -> list[str]:
