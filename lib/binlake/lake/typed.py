@@ -774,11 +774,6 @@ def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: di
     return cand.mapInArrow(conv, ddl)
 
 
-def _key_srcs(g: _Group, pk_slots: list[str]) -> list[str]:
-    inv = {c: s for s, c in g.slots.items()}
-    return [inv[c] for c in pk_slots if c in inv]
-
-
 def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan: Plan,
           pk_slots: list[str], wm: tuple[int, int, int] | None, rep: dict[str, Any]) -> None:
     from pyspark.sql import functions as F

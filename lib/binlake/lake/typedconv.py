@@ -38,11 +38,12 @@ from typing import Any
 
 import orjson
 
+from ..txn.files import sequence_of
+
 # layout ids (typed.NO_LAYOUT / typed.NO_NAMES)
 NO_LAYOUT = -1
 NO_NAMES = -2
 
-_FILE_SEQ = re.compile(r"\.([0-9]+)$")
 _DEC = re.compile(r"^decimal\((\d+),(\d+)\)$")
 _INT_RANGE = {"int": (-(1 << 31), (1 << 31) - 1), "bigint": (-(1 << 63), (1 << 63) - 1)}
 _F32 = struct.Struct("<f")
@@ -51,8 +52,9 @@ Conv = Callable[[Any], Any]
 
 
 def file_seq(name: str | None) -> int:
-    m = _FILE_SEQ.search(name or "")
-    return int(m.group(1)) if m else -1
+    """The binlog file's sequence number (the order key's ``order_seq``), -1 without one."""
+    seq = sequence_of(name) if name else None
+    return -1 if seq is None else seq
 
 
 # -- one value ------------------------------------------------------------------------------
@@ -115,6 +117,9 @@ def _floating(single: bool) -> Conv:
     return conv
 
 
+_single = _floating(True)
+
+
 def _date(v: Any) -> date | None:
     if not isinstance(v, str):
         return None
@@ -171,15 +176,12 @@ def _string(v: Any) -> str | None:
 def _vector(v: Any) -> list[float | None] | None:
     if not isinstance(v, list):
         return None
-    conv = _floating(True)
-    return [conv(x) for x in v]
+    return [_single(x) for x in v]
 
 
 def _json(v: Any) -> str | None:
     """A MySQL JSON value (parsed with number literals kept: :func:`_parse_keep_numbers`)."""
-    if v is None:
-        return None
-    return orjson.dumps(v).decode()
+    return None if v is None else _json_text(v)
 
 
 def converter(kind: str, src_sql: str, col_sql: str) -> Conv:
