@@ -322,15 +322,117 @@ def _arrow_schema() -> Any:
     return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
 
 
-def decode_tasks_arrow(batches: Any) -> Any:
-    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out."""
+def decode_tasks_arrow(batches: Any, sink: ChangeSink | None = None) -> Any:
+    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  With a
+    ``sink``, the row changes are written as Parquet data files of ``row_changes`` by this
+    executor and only a WRITTEN record per file comes out."""
     for tasks in batches:
         for t in tasks.to_pylist():
             engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
                             for e in (t["engines"] or ()))
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
                              t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
-            yield from wide_batches(decode_range(task))
+            records = decode_range(task)
+            if sink is not None:
+                changes = [r for k, r in records if k == CHANGE]
+                records = [(k, r) for k, r in records if k != CHANGE]
+                records += [(WRITTEN, w) for w in sink.write(f"{task.seq}-{task.index}",
+                                                             task.file, changes)]
+            yield from wide_batches(records)
+
+
+# -- row changes written by the executors ------------------------------------------------------
+
+WRITTEN = "written"  # a Parquet data file an executor wrote (path, rows) for the driver to add
+_DAY_US = 86_400 * 1_000_000
+_DICT_COLS = ["source", "gtid", "db", "tbl", "op", "file", "run_id"]
+
+
+@dataclass
+class ChangeSink:
+    """Where the executors write ``row_changes`` data files: the table's data directory
+    (local path, ``file:`` or ``s3://`` URI) and its Arrow schema (Iceberg field ids
+    included).  The driver adds the files of the files that decoded cleanly in one Iceberg
+    commit; the others are deleted, and files of a killed run are never referenced."""
+
+    location: str
+    schema: Any  # pyarrow.Schema of the Iceberg table
+    source: str
+    run_id: str
+    s3_endpoint: str | None = None
+
+    def filesystem(self) -> tuple[Any, str]:
+        return data_filesystem(self.location, self.s3_endpoint)
+
+    def write(self, tag: str, file: str, changes: list[tuple[Any, ...]]
+              ) -> list[dict[str, Any]]:
+        """Write ``changes`` (:func:`change_tuple` values) of binlog ``file``; ``tag`` makes
+        the file names unique within the run.  One file per partition (day of the commit, db, table): every file holds one
+        partition value, so the commit can read it from the column statistics."""
+        if not changes:
+            return []
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, c in enumerate(changes):
+            us = c[5]
+            groups.setdefault((None if us is None else us // _DAY_US, c[6], c[7]),
+                              []).append(i)
+        cols = list(zip(*changes))
+        by_name = dict(zip(_CHANGE_NAMES, cols))
+        n = len(changes)
+        arrays = []
+        for f in self.schema:
+            if f.name == "source":
+                arrays.append(pa.array([self.source] * n, f.type))
+            elif f.name == "run_id":
+                arrays.append(pa.array([self.run_id] * n, f.type))
+            elif f.name == "commit_ts":
+                arrays.append(pa.array(by_name["commit_us"], pa.int64()).cast(f.type))
+            else:
+                arrays.append(pa.array(by_name[f.name], f.type))
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
+        fs, base = self.filesystem()
+        out = []
+        for k, (key, rows) in enumerate(sorted(groups.items(), key=lambda g: g[1][0])):
+            part = table.take(pa.array(rows, pa.int64())) if len(groups) > 1 else table
+            name = f"rc-{self.run_id}-{tag}-{k}.parquet"
+            path = f"{base.rstrip('/')}/{name}"
+            pq.write_table(part, path, filesystem=fs, compression="zstd",
+                           use_dictionary=_DICT_COLS)
+            out.append({"table": "row_changes", "file": file, "rows": len(rows),
+                        "path": _uri(self.location, name),
+                        "partition": list(key)})  # days(commit_ts), db, tbl
+        return out
+
+
+def _uri(location: str, name: str) -> str:
+    return f"{location.rstrip('/')}/{name}"
+
+
+def data_filesystem(location: str, s3_endpoint: str | None = None) -> tuple[Any, str]:
+    """(pyarrow filesystem, path in it) of a data directory URI."""
+    import pyarrow.fs as pafs
+
+    if location.startswith("s3://") or location.startswith("s3a://"):
+        import os
+
+        endpoint = s3_endpoint or os.environ.get("BINLAKE_S3_ENDPOINT_URL")
+        kw: dict[str, Any] = {}
+        if endpoint:
+            kw["endpoint_override"] = endpoint
+            kw["scheme"] = "https" if endpoint.startswith("https") else "http"
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            kw["region"] = region
+        return pafs.S3FileSystem(**kw), location.split("://", 1)[1]
+    path = location[len("file:"):] if location.startswith("file:") else location
+    while path.startswith("//"):
+        path = path[1:]
+    local = pafs.LocalFileSystem()
+    local.create_dir(path, recursive=True)
+    return local, path
 
 
 def wide_batches(records: Any) -> Any:

@@ -2,11 +2,14 @@
 
 Plan (driver): list the input files, order them per source, split each into
 transaction-aligned byte ranges (:mod:`binlake.txn.split`).  Decode (executors): one task per
-range (:mod:`binlake.lake.extract`); the records stay in Spark.  Resolve (driver, small data
-only): which files failed, and the XA pairing across ranges, files and earlier runs (the
+range (:mod:`binlake.lake.extract`); the row changes are written there as Parquet data files
+of ``row_changes``, the other records stay in Spark.  Resolve (driver, small data only): which
+files failed, and the XA pairing across ranges, files and earlier runs (the
 prepared-but-undecided XAs of earlier runs are in ``xa_prepares`` minus the decided ones in
-``transactions``).  Load: MERGE into each table on its key (insert what is missing), so a
-rerun, or a backfill over loaded files, changes nothing; ``files`` is written last.
+``transactions``); the decided XAs' rows are rebuilt and written on the executors too.  Load:
+per table, delete what the run's files gave before, then append (``row_changes``: one commit
+adding the good files' data files), so a rerun, or a backfill over loaded files, changes
+nothing; ``files`` is written last.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..config import Settings
@@ -41,12 +45,7 @@ from .tables import (
     ensure_tables,
 )
 
-CHANGE_COLS = ["txn_id", "gtid", "order_seq", "order_pos", "order_idx", "commit_us", "db", "tbl",
-               "op", "before", "after", "pk", "statement", "statement_pos", "file", "pos", "row"]
-CHANGE_SCHEMA = ("txn_id STRING, gtid STRING, order_seq INT, order_pos BIGINT, order_idx INT, "
-                 "commit_us BIGINT, db STRING, tbl STRING, op STRING, before STRING, "
-                 "after STRING, pk STRING, statement STRING, statement_pos BIGINT, file STRING, "
-                 "pos BIGINT, row INT")
+CHANGE_COLS = [n for n, _ in X.CHANGE_FIELDS]  # a change_tuple's fields
 TXN_COLS = ["txn_id", "gtid", "kind", "status", "begin_file", "begin_pos", "end_file",
             "end_pos", "commit_us", "end_event", "xid", "xa_format_id", "xa_gtrid", "xa_bqual",
             "one_phase", "prepare_file", "prepare_pos", "prepare_gtid", "inserts", "updates",
@@ -297,7 +296,10 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                  for t in tasks]
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
-    records = tasks_df.mapInArrow(X.decode_tasks_arrow, X.WIDE_SCHEMA)
+    # Row changes (the bulk) are written as Parquet by the executors, straight into the
+    # table's data directory; the driver adds the good ones in one commit below.
+    sink = _change_sink(spark, settings, run_id)
+    records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink), X.WIDE_SCHEMA)
     # Decoded once, read several times (small kinds, rows, transactions...): cached, in
     # memory while it fits and on disk beyond (Spark's storage memory bounds it).
     records = records.persist(StorageLevel.MEMORY_AND_DISK)
@@ -306,7 +308,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # findings, and the PREPAREs without their rows (state, pks).
     prep_fields = [c for c in PREP_COLS if c not in ("state", "pks")]
     small = [(r["kind"], X.meta_of(r)) for r in records.where(
-        kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING, X.XA_PREPARE)).select(
+        kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING, X.XA_PREPARE, X.WRITTEN)).select(
         "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
         "kind", F.when(kind == X.XA_PREPARE, F.to_json(F.struct(
             *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta")).alias("meta"))
@@ -320,6 +322,9 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     summary.findings = [dict(r, source=source) for k, r in small if k == X.FINDING]
     tables_seen = [r for k, r in small if k == X.TABLE]
     bad = sorted(failed)
+    written = [r for k, r in small if k == X.WRITTEN]
+    rc_files = [w for w in written if w["file"] not in failed]
+    _remove_files([w["path"] for w in written if w["file"] in failed])
 
     # XA pairing (driver; metadata only).
     resolutions, orphan_txns, xa_findings = _pair_xa(
@@ -328,7 +333,6 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
     meta = F.col("meta")
-    changes = records.where((kind == X.CHANGE) & ~F.col("file").isin(bad)).select(*CHANGE_COLS)
     txns = records.where(kind == X.TXN).select(F.from_json(meta, TXN_SCHEMA).alias("r")) \
         .select("r.*").where(~F.col("end_file").isin(bad))
     preps_df = records.where(kind == X.XA_PREPARE).select(
@@ -351,9 +355,10 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             & ~F.col("prepare_file").isin(sorted(run_files))).select(*cols)
         xa_records = preps_df.select(*cols).unionByName(stored).join(
             F.broadcast(res_df), ["prepare_file", "prepare_pos"]).mapInArrow(
-            decide_xa_arrow, X.WIDE_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK)
-        changes = changes.unionByName(
-            xa_records.where(kind == X.CHANGE).select(*CHANGE_COLS))
+            partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        rc_files += [X.meta_of(r) for r in
+                     xa_records.where(kind == X.WRITTEN).select("meta").collect()]
         txns = txns.unionByName(xa_records.where(kind == X.TXN).select(
             F.from_json(meta, TXN_SCHEMA).alias("r")).select("r.*"))
     if orphan_txns:
@@ -368,11 +373,14 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
     # then plain appends, no joins against the growing tables.
     in_seqs = ",".join(str(n) for n in seqs)
-    _replace(spark, settings, ROW_CHANGES, changes, f"order_seq IN ({in_seqs})", run_id,
-             {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
+    target = settings.table(ROW_CHANGES)
+    delete_where(spark, target, f"source = '{_q(source)}' AND order_seq IN ({in_seqs})")
+    if rc_files:
+        add_data_files(spark, settings, ROW_CHANGES, rc_files, run_id)
     _replace(spark, settings, TRANSACTIONS, txns, f"order_seq IN ({in_seqs})", run_id,
              {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
-    _replace(spark, settings, STATEMENTS, stmts.dropDuplicates(["file", "pos"]),
+    # (file, pos) is unique already: a statement is inside one range and emitted once there
+    _replace(spark, settings, STATEMENTS, stmts,
              f"file IN ({_in([f.name for f in files])})", run_id, {}, drop=[])
     _replace(spark, settings, XA_PREPARES, preps, f"prepare_seq IN ({in_seqs})", run_id,
              {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[])
@@ -401,6 +409,73 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20], "size": r[3]}
          for r in file_rows] + others, key=lambda f: (f["seq"], f["file"]))
     _summarize(spark, settings, summary, everything)
+
+
+def _change_sink(spark: Any, settings: Settings, run_id: str) -> X.ChangeSink:
+    """Where the executors write this run's row_changes files (the table's data directory,
+    as the catalog knows it) and the Arrow schema they write (with Iceberg field ids).  Read
+    through Spark's own catalog, so every catalog type Spark is configured for works."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.schema import Schema
+
+    jtable = _java_table(spark, settings.table(ROW_CHANGES))
+    schema = Schema.model_validate_json(
+        spark._jvm.org.apache.iceberg.SchemaParser.toJson(jtable.schema()))
+    location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
+    return X.ChangeSink(location, schema_to_pyarrow(schema), settings.source, run_id,
+                        settings.s3_endpoint_url)
+
+
+def _java_table(spark: Any, name: str) -> Any:
+    """The Iceberg Java ``Table`` behind a Spark table name (fresh from the catalog)."""
+    spark.sql(f"REFRESH TABLE {name}")
+    return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, name)
+
+
+def add_data_files(spark: Any, settings: Settings, table: str,
+                   written: list[dict[str, Any]], run_id: str) -> None:
+    """One Iceberg commit (an append snapshot) adding Parquet data files written by the
+    executors: ``written`` are their WRITTEN records (path, rows, partition values).  The
+    commit goes through Spark's catalog in this JVM (the same connection pool Spark's own
+    writes use: a second SQLite client would meet "database is locked"), on the
+    write-audit-publish branch when one is set (created from main's current snapshot, as
+    Spark's own writes do).  Column statistics come from each file's Parquet footer."""
+    jvm = spark._jvm
+    ice = jvm.org.apache.iceberg
+    name = settings.table(table)
+    jtable = _java_table(spark, name)
+    spec = jtable.spec()
+    metrics_config = ice.MetricsConfig.forTable(jtable)
+    io = jtable.io()
+    append = jtable.newAppend()
+    for w in written:
+        inp = io.newInputFile(w["path"])
+        metrics = ice.parquet.ParquetUtil.fileMetrics(inp, metrics_config)
+        part = ice.PartitionData(spec.partitionType())
+        for i, v in enumerate(w["partition"]):
+            part.set(i, v)
+        append.appendFile(ice.DataFiles.builder(spec).withPath(w["path"])
+                          .withFormat(ice.FileFormat.PARQUET)
+                          .withFileSizeInBytes(inp.getLength())
+                          .withMetrics(metrics).withPartition(part).build())
+    append.set("binlake.run_id", run_id)
+    branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
+    if branch:
+        append.toBranch(branch)
+    append.commit()
+    spark.sql(f"REFRESH TABLE {name}")
+
+
+def _remove_files(paths: list[str]) -> None:
+    """Delete data files that will not be committed (their binlog failed); best effort:
+    an unreferenced file is never read."""
+    for path in paths:
+        try:
+            fs, p = X.data_filesystem(path.rsplit("/", 1)[0])
+            fs.delete_file(p.rstrip("/") + "/" + path.rsplit("/", 1)[1])
+        except OSError:
+            pass
 
 
 def _summarize(spark: Any, settings: Settings, summary: LoadSummary,
@@ -549,19 +624,27 @@ def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
             "statements": None, "order_seq": part["seq"], "order_pos": part["end_pos"]}
 
 
-def decide_xa_arrow(batches: Any) -> Any:
-    """mapInArrow function (executors): prepare groups joined with their resolution in,
-    the decided transactions and their row changes out (WIDE_FIELDS batches)."""
+def decide_xa_arrow(batches: Any, sink: X.ChangeSink) -> Any:
+    """mapInArrow function (executors): prepare groups joined with their resolution in, the
+    decided transactions out (WIDE_FIELDS batches); their row changes are written by
+    ``sink`` (WRITTEN records come out), to be added in the same commit as the others."""
+    import uuid as _uuid
+
     import orjson
 
-    def records() -> Iterator[tuple[str, Any]]:
-        for b in batches:
-            for row in b.to_pylist():
-                res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
-                    row["resolution"])}
-                yield from _decide_xa(row, res)
-
-    yield from X.wide_batches(records())
+    txns: list[tuple[str, Any]] = []
+    changes: list[tuple[Any, ...]] = []
+    for b in batches:
+        for row in b.to_pylist():
+            res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
+                row["resolution"])}
+            for kind, rec in _decide_xa(row, res):
+                if kind == X.CHANGE:
+                    changes.append(tuple(rec[c] for c in CHANGE_COLS))
+                else:
+                    txns.append((kind, rec))
+    written = sink.write(f"xa-{_uuid.uuid4().hex[:12]}", "", changes)
+    yield from X.wide_batches([*txns, *((X.WRITTEN, w) for w in written)])
 
 
 def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
