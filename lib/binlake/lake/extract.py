@@ -9,6 +9,7 @@ or run): their rows come back marked with the group's position, and the driver p
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from typing import Any
 
@@ -332,13 +333,23 @@ def decode_tasks_arrow(batches: Any, sink: ChangeSink | None = None) -> Any:
                             for e in (t["engines"] or ()))
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
                              t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
-            records = decode_range(task)
-            if sink is not None:
-                changes = [r for k, r in records if k == CHANGE]
-                records = [(k, r) for k, r in records if k != CHANGE]
-                records += [(WRITTEN, w) for w in sink.write(f"{task.seq}-{task.index}",
-                                                             task.file, changes)]
+            # A range's records are many small acyclic objects: the cyclic collector would
+            # walk them again and again while they pile up (10-15% of the task's time);
+            # reference counting frees them, and one collection runs after the range.
+            gc.disable()
+            try:
+                records = decode_range(task)
+                if sink is not None:
+                    changes = [r for k, r in records if k == CHANGE]
+                    records = [(k, r) for k, r in records if k != CHANGE]
+                    records += [(WRITTEN, w) for w in sink.write(f"{task.seq}-{task.index}",
+                                                                 task.file, changes)]
+                    del changes
+            finally:
+                gc.enable()
             yield from wide_batches(records)
+            del records
+            gc.collect()
 
 
 # -- row changes written by the executors ------------------------------------------------------
