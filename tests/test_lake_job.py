@@ -934,13 +934,15 @@ def _check_damaged_load(spark: Any, settings: Any, workload: Workload, copy: Pat
     report = compare_transactions(expected_transactions(built), txns)
     assert not report, report
     assert _pending_keys(spark, settings) == {_xid(t) for t in built.pending}
-    # The executors wrote the damaged file's row changes too (up to the damage): those data
-    # files are deleted, not left in the table's directory unreferenced.
-    referenced = {r[0].split(":", 1)[-1].lstrip("/") for r in spark.sql(
-        f"SELECT file_path FROM {settings.table('row_changes')}.all_data_files").collect()}
-    on_disk = {str(p).lstrip("/") for p in (settings.home_path / "warehouse").rglob("*.parquet")
-               if "/row_changes/" in str(p)}
-    assert on_disk and on_disk == referenced, sorted(on_disk ^ referenced)
+    # The executors wrote the damaged file's records too (up to the damage): those data
+    # files are deleted, not left in the tables' directories unreferenced.
+    for table in ("row_changes", "transactions", "statements", "xa_prepares"):
+        referenced = {r[0].split(":", 1)[-1].lstrip("/") for r in spark.sql(
+            f"SELECT file_path FROM {settings.table(table)}.all_data_files").collect()}
+        on_disk = {str(p).lstrip("/") for p in
+                   (settings.home_path / "warehouse").rglob("*.parquet")
+                   if f"/{table}/" in str(p)}
+        assert on_disk and on_disk == referenced, (table, sorted(on_disk ^ referenced))
 
 
 def _cli_load(monkeypatch: pytest.MonkeyPatch, settings: Any, args: list[str]

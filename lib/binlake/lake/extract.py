@@ -323,10 +323,11 @@ def _arrow_schema() -> Any:
     return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
 
 
-def decode_tasks_arrow(batches: Any, sink: ChangeSink | None = None) -> Any:
+def decode_tasks_arrow(batches: Any, sink: DataSink | None = None) -> Any:
     """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  With a
-    ``sink``, the row changes are written as Parquet data files of ``row_changes`` by this
-    executor and only a WRITTEN record per file comes out."""
+    ``sink``, the row changes, transactions, statements and XA prepares are written as
+    Parquet data files by this executor (:meth:`DataSink.write_records`) and a WRITTEN
+    record per data file comes out instead."""
     for tasks in batches:
         for t in tasks.to_pylist():
             engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
@@ -340,11 +341,8 @@ def decode_tasks_arrow(batches: Any, sink: ChangeSink | None = None) -> Any:
             try:
                 records = decode_range(task)
                 if sink is not None:
-                    changes = [r for k, r in records if k == CHANGE]
-                    records = [(k, r) for k, r in records if k != CHANGE]
-                    records += [(WRITTEN, w) for w in sink.write(f"{task.seq}-{task.index}",
-                                                                 task.file, changes)]
-                    del changes
+                    records = sink.write_records(f"{task.seq}-{task.index}", task.file,
+                                                 records)
             finally:
                 gc.enable()
             yield from wide_batches(records)
@@ -352,70 +350,134 @@ def decode_tasks_arrow(batches: Any, sink: ChangeSink | None = None) -> Any:
             gc.collect()
 
 
-# -- row changes written by the executors ------------------------------------------------------
+# -- table data written by the executors ---------------------------------------------------------
 
-WRITTEN = "written"  # a Parquet data file an executor wrote (path, rows) for the driver to add
+WRITTEN = "written"  # a Parquet data file an executor wrote (table, path, rows, partition)
 _DAY_US = 86_400 * 1_000_000
-_DICT_COLS = ["source", "gtid", "db", "tbl", "op", "file", "run_id"]
+_DICT_COLS = ["source", "gtid", "db", "tbl", "op", "file", "run_id", "kind", "status",
+              "begin_file", "end_file", "end_event", "prepare_file"]
+_INT_BOUNDS = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
+
+
+@dataclass(frozen=True)
+class TableOut:
+    """One table the executors write data files of: its data directory (local path,
+    ``file:`` or ``s3://`` URI), its Arrow schema (Iceberg field ids included) and its
+    partition fields as (column, transform), the transform ``identity`` or ``day``."""
+
+    location: str
+    schema: Any  # pyarrow.Schema
+    partition: tuple[tuple[str, str], ...]
 
 
 @dataclass
-class ChangeSink:
-    """Where the executors write ``row_changes`` data files: the table's data directory
-    (local path, ``file:`` or ``s3://`` URI) and its Arrow schema (Iceberg field ids
-    included).  The driver adds the files of the files that decoded cleanly in one Iceberg
-    commit; the others are deleted, and files of a killed run are never referenced."""
+class DataSink:
+    """Where the executors write the data files of the lake's record tables
+    (``row_changes``, ``transactions``, ``statements``, ``xa_prepares``).  The driver adds the
+    files of the binlogs that decoded cleanly, one Iceberg commit per table; the others are
+    deleted, and the files of a killed run are never referenced."""
 
-    location: str
-    schema: Any  # pyarrow.Schema of the Iceberg table
+    tables: dict[str, TableOut]
     source: str
     run_id: str
     s3_endpoint: str | None = None
 
-    def filesystem(self) -> tuple[Any, str]:
-        return data_filesystem(self.location, self.s3_endpoint)
-
-    def write(self, tag: str, file: str, changes: list[tuple[Any, ...]]
-              ) -> list[dict[str, Any]]:
-        """Write ``changes`` (:func:`change_tuple` values) of binlog ``file``; ``tag`` makes
-        the file names unique within the run.  One file per partition (day of the commit, db, table): every file holds one
-        partition value, so the commit can read it from the column statistics."""
-        if not changes:
+    def write(self, table: str, tag: str, file: str, columns: dict[str, list[Any]],
+              n: int) -> list[dict[str, Any]]:
+        """Write ``n`` rows of binlog ``file`` into ``table``: ``columns`` by column name
+        (``source`` and ``run_id`` are filled in; timestamps as epoch microseconds).  One
+        data file per partition value; ``tag`` makes the names unique within the run."""
+        if not n:
             return []
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for i, c in enumerate(changes):
-            us = c[5]
-            groups.setdefault((None if us is None else us // _DAY_US, c[6], c[7]),
-                              []).append(i)
-        cols = list(zip(*changes))
-        by_name = dict(zip(_CHANGE_NAMES, cols))
-        n = len(changes)
+        out_t = self.tables[table]
         arrays = []
-        for f in self.schema:
-            if f.name == "source":
-                arrays.append(pa.array([self.source] * n, f.type))
-            elif f.name == "run_id":
-                arrays.append(pa.array([self.run_id] * n, f.type))
-            elif f.name == "commit_ts":
-                arrays.append(pa.array(by_name["commit_us"], pa.int64()).cast(f.type))
-            else:
-                arrays.append(pa.array(by_name[f.name], f.type))
-        table = pa.Table.from_arrays(arrays, schema=self.schema)
-        fs, base = self.filesystem()
+        for f in out_t.schema:
+            vals: list[Any] = ([self.source] * n if f.name == "source" else
+                               [self.run_id] * n if f.name == "run_id" else columns[f.name])
+            arrays.append(_arrow_array(vals, f.type))
+        data = pa.Table.from_arrays(arrays, schema=out_t.schema)
+        keys: list[Any] = []
+        for col, transform in out_t.partition:
+            pvals: list[Any] = [self.source] * n if col == "source" else columns[col]
+            keys.append([None if v is None else v // _DAY_US for v in pvals]
+                        if transform == "day" else pvals)
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, key in enumerate(zip(*keys)):
+            groups.setdefault(key, []).append(i)
+        fs, base = data_filesystem(out_t.location, self.s3_endpoint)
         out = []
-        for k, (key, rows) in enumerate(sorted(groups.items(), key=lambda g: g[1][0])):
-            part = table.take(pa.array(rows, pa.int64())) if len(groups) > 1 else table
-            name = f"rc-{self.run_id}-{tag}-{k}.parquet"
-            path = f"{base.rstrip('/')}/{name}"
-            pq.write_table(part, path, filesystem=fs, compression="zstd",
-                           use_dictionary=_DICT_COLS)
-            out.append({"table": "row_changes", "file": file, "rows": len(rows),
-                        "path": _uri(self.location, name),
-                        "partition": list(key)})  # days(commit_ts), db, tbl
+        for k, (key, rows) in enumerate(groups.items()):
+            part = data.take(pa.array(rows, pa.int64())) if len(groups) > 1 else data
+            name = f"{table}-{self.run_id}-{tag}-{k}.parquet"
+            pq.write_table(part, f"{base.rstrip('/')}/{name}", filesystem=fs,
+                           compression="zstd",
+                           use_dictionary=[c for c in _DICT_COLS if c in data.column_names])
+            out.append({"table": table, "file": file, "rows": len(rows),
+                        "path": _uri(out_t.location, name), "partition": list(key)})
         return out
+
+    def write_records(self, tag: str, file: str, records: list[tuple[str, Any]]
+                      ) -> list[tuple[str, Any]]:
+        """Write a range's row changes, transactions, statements and XA prepares; returns
+        the records left for Spark (the XA prepares stay: the XA pairing reads them) and a
+        WRITTEN record per data file."""
+        by_kind: dict[str, list[Any]] = {CHANGE: [], TXN: [], STATEMENT: [], XA_PREPARE: []}
+        rest: list[tuple[str, Any]] = []
+        for k, r in records:
+            if k in by_kind:
+                by_kind[k].append(r)
+                if k != XA_PREPARE:
+                    continue
+            rest.append((k, r))
+        written = []
+        changes = by_kind[CHANGE]
+        if changes:
+            cols = dict(zip(_CHANGE_NAMES, (list(c) for c in zip(*changes))))
+            cols["commit_ts"] = cols["commit_us"]
+            written += self.write("row_changes", tag, file, cols, len(changes))
+        for kind, table, rename, scale in (
+                (TXN, "transactions", {"commit_ts": "commit_us"}, {}),
+                (STATEMENT, "statements", {"pos": "statement_pos"}, {}),
+                (XA_PREPARE, "xa_prepares", {}, {"prepared_ts": 1_000_000})):
+            recs = by_kind[kind]
+            if recs:
+                written += self.write(table, tag, file,
+                                      _columns(recs, self.tables[table].schema, rename, scale),
+                                      len(recs))
+        return rest + [(WRITTEN, w) for w in written]
+
+
+def _columns(recs: list[dict[str, Any]], schema: Any, rename: dict[str, str],
+             scale: dict[str, int]) -> dict[str, list[Any]]:
+    cols = {}
+    for name in schema.names:
+        if name in ("source", "run_id"):
+            continue
+        key = rename.get(name, name)
+        vals = [r.get(key) for r in recs]
+        if name in scale:
+            vals = [None if v is None else v * scale[name] for v in vals]
+        cols[name] = vals
+    return cols
+
+
+def _arrow_array(vals: list[Any], typ: Any) -> Any:
+    """``vals`` as an Arrow array of ``typ``; timestamps from epoch microseconds; an integer
+    out of the type's range is NULL (as Spark's JSON reading of the records made it)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(typ):
+        return pa.array(vals, pa.int64()).cast(typ)
+    if pa.types.is_integer(typ):
+        try:
+            return pa.array(vals, typ)
+        except (OverflowError, pa.ArrowInvalid):
+            lo, hi = _INT_BOUNDS[typ.bit_width]
+            return pa.array([v if v is None or lo <= v <= hi else None for v in vals], typ)
+    return pa.array(vals, typ)
 
 
 def _uri(location: str, name: str) -> str:

@@ -296,9 +296,10 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                  for t in tasks]
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
-    # Row changes (the bulk) are written as Parquet by the executors, straight into the
-    # table's data directory; the driver adds the good ones in one commit below.
-    sink = _change_sink(spark, settings, run_id)
+    # Row changes, transactions, statements and XA prepares are written as Parquet by the
+    # executors, straight into the tables' data directories; the driver adds the good ones,
+    # one commit per table, below.
+    sink = _data_sink(spark, settings, run_id)
     records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink), X.WIDE_SCHEMA)
     # Decoded once, read several times (small kinds, rows, transactions...): cached, in
     # memory while it fits and on disk beyond (Spark's storage memory bounds it).
@@ -323,7 +324,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     tables_seen = [r for k, r in small if k == X.TABLE]
     bad = sorted(failed)
     written = [r for k, r in small if k == X.WRITTEN]
-    rc_files = [w for w in written if w["file"] not in failed]
+    to_add = [w for w in written if w["file"] not in failed]
     _remove_files([w["path"] for w in written if w["file"] in failed])
 
     # XA pairing (driver; metadata only).
@@ -333,8 +334,6 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
     meta = F.col("meta")
-    txns = records.where(kind == X.TXN).select(F.from_json(meta, TXN_SCHEMA).alias("r")) \
-        .select("r.*").where(~F.col("end_file").isin(bad))
     preps_df = records.where(kind == X.XA_PREPARE).select(
         F.from_json(meta, PREP_SCHEMA).alias("r")).select("r.*") \
         .where(~F.col("prepare_file").isin(bad))
@@ -342,7 +341,6 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # from this run's PREPARE records or the stored ones of earlier runs (the driver only
     # ships the resolutions: positions, no rows).
     run_files = {f.name for f in files}
-    xa_records = None
     if resolutions:
         import orjson
 
@@ -353,37 +351,30 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         stored = spark.table(settings.table(XA_PREPARES)).where(
             (F.col("source") == settings.source)
             & ~F.col("prepare_file").isin(sorted(run_files))).select(*cols)
-        xa_records = preps_df.select(*cols).unionByName(stored).join(
+        # their changes and transactions are written by the executors too
+        to_add += [X.meta_of(r) for r in preps_df.select(*cols).unionByName(stored).join(
             F.broadcast(res_df), ["prepare_file", "prepare_pos"]).mapInArrow(
-            partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).persist(
-            StorageLevel.MEMORY_AND_DISK)
-        rc_files += [X.meta_of(r) for r in
-                     xa_records.where(kind == X.WRITTEN).select("meta").collect()]
-        txns = txns.unionByName(xa_records.where(kind == X.TXN).select(
-            F.from_json(meta, TXN_SCHEMA).alias("r")).select("r.*"))
-    if orphan_txns:
-        txns = txns.unionByName(spark.createDataFrame(
-            [tuple(t[c] for c in TXN_COLS) for t in orphan_txns], TXN_SCHEMA))
-    preps = preps_df
-    stmts = records.where(kind == X.STATEMENT).select(F.from_json(
-        meta, "file STRING, statement_pos BIGINT, statement STRING").alias("r")).select(
-        "r.file", F.col("r.statement_pos").alias("pos"), "r.statement").where(
-        ~F.col("file").isin(bad))
+            partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).where(
+            kind == X.WRITTEN).select("meta").collect()]
 
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
-    # then plain appends, no joins against the growing tables.
+    # then plain appends (the executors' data files), no joins against the growing tables.
     in_seqs = ",".join(str(n) for n in seqs)
-    target = settings.table(ROW_CHANGES)
-    delete_where(spark, target, f"source = '{_q(source)}' AND order_seq IN ({in_seqs})")
-    if rc_files:
-        add_data_files(spark, settings, ROW_CHANGES, rc_files, run_id)
-    _replace(spark, settings, TRANSACTIONS, txns, f"order_seq IN ({in_seqs})", run_id,
-             {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"])
-    # (file, pos) is unique already: a statement is inside one range and emitted once there
-    _replace(spark, settings, STATEMENTS, stmts,
-             f"file IN ({_in([f.name for f in files])})", run_id, {}, drop=[])
-    _replace(spark, settings, XA_PREPARES, preps, f"prepare_seq IN ({in_seqs})", run_id,
-             {"prepared_ts": "timestamp_seconds(prepared_ts)"}, drop=[])
+    for table, where in ((ROW_CHANGES, f"order_seq IN ({in_seqs})"),
+                         (TRANSACTIONS, f"order_seq IN ({in_seqs})"),
+                         # (file, pos) is unique: a statement is in one range, emitted once
+                         (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
+                         (XA_PREPARES, f"prepare_seq IN ({in_seqs})")):
+        delete_where(spark, settings.table(table), f"source = '{_q(source)}' AND ({where})")
+        add = [w for w in to_add if w["table"] == table]
+        if add:
+            add_data_files(spark, settings, table, add, run_id)
+    if orphan_txns:  # XA COMMITs whose PREPARE is nowhere: a few rows, from the driver
+        txns = spark.createDataFrame([tuple(t[c] for c in TXN_COLS) for t in orphan_txns],
+                                     TXN_SCHEMA)
+        _shape(spark, settings, settings.table(TRANSACTIONS), txns, run_id,
+               {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"]
+               ).writeTo(settings.table(TRANSACTIONS)).append()
 
     phase("write")
     # Typed per-table changelog and mirror tables (when the binlog names the columns).
@@ -402,8 +393,6 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # Derived state last: it needs the files' timestamps (the XA ages).
     summary.pending = _refresh_pending(spark, settings, run_id)
     records.unpersist()
-    if xa_records is not None:
-        xa_records.unpersist()
     phase("finish")
     summary.files = sorted(
         [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20], "size": r[3]}
@@ -411,19 +400,30 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     _summarize(spark, settings, summary, everything)
 
 
-def _change_sink(spark: Any, settings: Settings, run_id: str) -> X.ChangeSink:
-    """Where the executors write this run's row_changes files (the table's data directory,
-    as the catalog knows it) and the Arrow schema they write (with Iceberg field ids).  Read
-    through Spark's own catalog, so every catalog type Spark is configured for works."""
+def _data_sink(spark: Any, settings: Settings, run_id: str) -> X.DataSink:
+    """Where the executors write this run's data files of the record tables (each table's
+    data directory, as the catalog knows it), the Arrow schemas they write (Iceberg field
+    ids included) and the partition fields.  Read through Spark's own catalog, so every
+    catalog type Spark is configured for works."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
     from pyiceberg.schema import Schema
 
-    jtable = _java_table(spark, settings.table(ROW_CHANGES))
-    schema = Schema.model_validate_json(
-        spark._jvm.org.apache.iceberg.SchemaParser.toJson(jtable.schema()))
-    location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
-    return X.ChangeSink(location, schema_to_pyarrow(schema), settings.source, run_id,
-                        settings.s3_endpoint_url)
+    out = {}
+    for table in (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES):
+        jtable = _java_table(spark, settings.table(table))
+        jschema = jtable.schema()
+        schema = Schema.model_validate_json(
+            spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
+        partition = []
+        for pf in jtable.spec().fields():
+            transform = pf.transform().toString()
+            if transform not in ("identity", "day"):
+                raise ValueError(f"{settings.table(table)}: partition transform {transform} "
+                                 "is not one binlake writes")
+            partition.append((jschema.findColumnName(pf.sourceId()), transform))
+        location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
+        out[table] = X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
+    return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url)
 
 
 def _java_table(spark: Any, name: str) -> Any:
@@ -498,15 +498,6 @@ def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
     return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
             .where(f"source = '{_q(settings.source)}'")
             .orderBy("prepare_seq", "prepare_pos").collect()]
-
-
-def _replace(spark: Any, settings: Settings, table: str, df: Any, where: str, run_id: str,
-             derived: dict[str, str], drop: list[str]) -> None:
-    """Delete this source's rows matching ``where`` (what the run's files contributed
-    before), then append ``df``: two Iceberg commits; a rerun repeats both."""
-    target = settings.table(table)
-    delete_where(spark, target, f"source = '{_q(settings.source)}' AND ({where})")
-    _shape(spark, settings, target, df, run_id, derived, drop).writeTo(target).append()
 
 
 def _shape(spark: Any, settings: Settings, target: str, df: Any, run_id: str,
@@ -624,27 +615,23 @@ def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
             "statements": None, "order_seq": part["seq"], "order_pos": part["end_pos"]}
 
 
-def decide_xa_arrow(batches: Any, sink: X.ChangeSink) -> Any:
-    """mapInArrow function (executors): prepare groups joined with their resolution in, the
-    decided transactions out (WIDE_FIELDS batches); their row changes are written by
-    ``sink`` (WRITTEN records come out), to be added in the same commit as the others."""
+def decide_xa_arrow(batches: Any, sink: X.DataSink) -> Any:
+    """mapInArrow function (executors): prepare groups joined with their resolution in; the
+    decided transactions and their row changes are written by ``sink``, and its WRITTEN
+    records come out (WIDE_FIELDS batches), to be added in the same commits as the others."""
     import uuid as _uuid
 
     import orjson
 
-    txns: list[tuple[str, Any]] = []
-    changes: list[tuple[Any, ...]] = []
+    records: list[tuple[str, Any]] = []
     for b in batches:
         for row in b.to_pylist():
             res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
                 row["resolution"])}
             for kind, rec in _decide_xa(row, res):
-                if kind == X.CHANGE:
-                    changes.append(tuple(rec[c] for c in CHANGE_COLS))
-                else:
-                    txns.append((kind, rec))
-    written = sink.write(f"xa-{_uuid.uuid4().hex[:12]}", "", changes)
-    yield from X.wide_batches([*txns, *((X.WRITTEN, w) for w in written)])
+                records.append((kind, tuple(rec[c] for c in CHANGE_COLS)
+                                if kind == X.CHANGE else rec))
+    yield from X.wide_batches(sink.write_records(f"xa-{_uuid.uuid4().hex[:12]}", "", records))
 
 
 def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
