@@ -47,6 +47,7 @@ NO_NAMES = -2
 _DEC = re.compile(r"^decimal\((\d+),(\d+)\)$")
 _INT_RANGE = {"int": (-(1 << 31), (1 << 31) - 1), "bigint": (-(1 << 63), (1 << 63) - 1)}
 _F32 = struct.Struct("<f")
+_MISSING = object()
 
 Conv = Callable[[Any], Any]
 
@@ -76,7 +77,7 @@ def _in_range(sql: str) -> Conv:
     lo, hi = _INT_RANGE[sql]
 
     def conv(v: Any) -> int | None:
-        n = _integer(v)
+        n = v if type(v) is int else _integer(v)  # (the common case first)
         return n if n is not None and lo <= n <= hi else None
     return conv
 
@@ -266,16 +267,18 @@ class Converter:
             srcs = [s for s, _, _, _ in cols]
             slot = {s: c for s, _, _, c in cols}
             json_srcs = [s for s, k, _, _ in cols if k == "json"]
-            plans[gid] = (conv_cols, conv_keys, srcs, set(srcs), slot, json_srcs)
+            # (n_conv, n_srcs: an image with every column has n_conv hits and n_srcs keys)
+            plans[gid] = (conv_cols, conv_keys, srcs, set(srcs), slot, json_srcs,
+                          len(conv_cols), len(set(srcs)))
         points = {s: ([p for p, _ in pts], [g for _, g in pts])
                   for s, pts in self.points.items()}
         loads = orjson.loads
         pk_set = set(self.pk)
         for b in batches:
             n = b.num_rows
-            d = b.to_pydict()
-            files, poss, ops = d["file"], d["pos"], d["op"]
-            befores, afters = d["before"], d["after"]
+            # only the columns read here become Python objects (not the timestamps, ids...)
+            files, poss, ops, befores, afters = (
+                b.column(c).to_pylist() for c in ("file", "pos", "op", "before", "after"))
             layout: list[int] = [NO_LAYOUT] * n
             values: list[list[Any]] = [[None] * n for _ in range(width)]
             absent: list[list[str] | None] = [None] * n
@@ -298,7 +301,7 @@ class Converter:
                 plan = plans.get(gid)
                 if plan is None:
                     continue
-                conv_cols, conv_keys, srcs, src_set, slot, json_srcs = plan
+                conv_cols, conv_keys, srcs, src_set, slot, json_srcs, n_conv, n_srcs = plan
                 op = ops[r]
                 text = befores[r] if op == "delete" else afters[r]
                 if text is None:
@@ -309,11 +312,18 @@ class Converter:
                     for s in json_srcs:
                         if s in img:
                             img[s] = _fragments(exact[s])
+                hits = 0
                 for s, i, conv in conv_cols:
-                    if s in img:
-                        values[i][r] = conv(img[s])
-                miss = [slot[s] for s in srcs if s not in img]
-                mismatch[r] = any(s not in src_set for s in img)
+                    v = img.get(s, _MISSING)
+                    if v is not _MISSING:
+                        hits += 1
+                        values[i][r] = conv(v)
+                if hits == n_conv and len(img) == n_srcs:  # a full image (the usual case)
+                    miss = []
+                    mismatch[r] = False
+                else:
+                    miss = [slot[s] for s in srcs if s not in img]
+                    mismatch[r] = any(s not in src_set for s in img)
                 if op == "update" and npk:
                     before = befores[r]
                     if conv_keys and before is not None:
