@@ -2,14 +2,15 @@
 
 Plan (driver): list the input files, order them per source, split each into
 transaction-aligned byte ranges (:mod:`binlake.txn.split`).  Decode (executors): one task per
-range (:mod:`binlake.lake.extract`); the row changes are written there as Parquet data files
-of ``row_changes``, the other records stay in Spark.  Resolve (driver, small data only): which
-files failed, and the XA pairing across ranges, files and earlier runs (the
-prepared-but-undecided XAs of earlier runs are in ``xa_prepares`` minus the decided ones in
-``transactions``); the decided XAs' rows are rebuilt and written on the executors too.  Load:
-per table, delete what the run's files gave before, then append (``row_changes``: one commit
-adding the good files' data files), so a rerun, or a backfill over loaded files, changes
-nothing; ``files`` is written last.
+range (:mod:`binlake.lake.extract`); the row changes, transactions, statements and XA
+prepares are written there as Parquet data files of their tables; only small facts, and the
+XA prepares for the pairing, stay in Spark.  Resolve (driver, small data only): which files
+failed, and the XA pairing across ranges, files and earlier runs (the prepared-but-undecided
+XAs of earlier runs are in ``xa_prepares`` minus the decided ones in ``transactions``); the
+decided XAs' rows are rebuilt and written on the executors too.  Load: per table, delete what
+the run's files gave before, then one commit adding the data files of the binlogs that
+decoded cleanly, so a rerun, or a backfill over loaded files, changes nothing; ``files`` is
+written last.
 """
 
 from __future__ import annotations
@@ -301,8 +302,8 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # one commit per table, below.
     sink = _data_sink(spark, settings, run_id)
     records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink), X.WIDE_SCHEMA)
-    # Decoded once, read several times (small kinds, rows, transactions...): cached, in
-    # memory while it fits and on disk beyond (Spark's storage memory bounds it).
+    # Decoded once, read twice (the small facts, the XA prepares): cached, in memory while
+    # it fits and on disk beyond (Spark's storage memory bounds it).
     records = records.persist(StorageLevel.MEMORY_AND_DISK)
     kind = F.col("kind")
     # One pass for the driver's metadata: per-range facts, XA markers, table layouts,
@@ -623,15 +624,16 @@ def decide_xa_arrow(batches: Any, sink: X.DataSink) -> Any:
 
     import orjson
 
-    records: list[tuple[str, Any]] = []
-    for b in batches:
+    tag = f"xa-{_uuid.uuid4().hex[:12]}"
+    for n, b in enumerate(batches):  # one batch of prepares in memory at a time
+        records: list[tuple[str, Any]] = []
         for row in b.to_pylist():
             res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
                 row["resolution"])}
             for kind, rec in _decide_xa(row, res):
                 records.append((kind, tuple(rec[c] for c in CHANGE_COLS)
                                 if kind == X.CHANGE else rec))
-    yield from X.wide_batches(sink.write_records(f"xa-{_uuid.uuid4().hex[:12]}", "", records))
+        yield from X.wide_batches(sink.write_records(f"{tag}-{n}", "", records))
 
 
 def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
