@@ -805,6 +805,38 @@ def test_reload_rewrites_only_run_ids(spark: Any, workload: Workload,
             assert (r["run_id"] == "reload-2") is (r[col] in seqs), (t, r[col], r["run_id"])
 
 
+def test_same_run_id_again_keeps_committed_files(spark: Any, workload: Workload,
+                                                 tmp_path_factory: pytest.TempPathFactory
+                                                 ) -> None:
+    """A retried Airflow task runs the load again under the same run id (here with
+    ``reload``, so it decodes again): its executors must write new data files, not
+    overwrite the ones the first attempt committed (their delete files point at them by
+    position), and the lake ends as after one load."""
+    from binlake.lake.job import run_load
+
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "same_run_id")
+    some = workload.files[:3]
+    run_load(spark, settings, [str(f) for f in some], run_id="retry")
+    records = ("row_changes", "transactions", "statements", "xa_prepares")
+
+    def data_files() -> dict[str, tuple[str, float]]:
+        out = {}
+        for t in records:
+            for r in spark.sql(f"SELECT file_path FROM {settings.table(t)}.all_data_files"
+                               ).collect():
+                path = Path(r[0].split(":", 1)[-1])
+                out[str(path)] = (t, path.stat().st_mtime_ns)
+        return out
+
+    first = data_files()
+    before = read_all(spark, settings)
+    run_load(spark, settings, [str(f) for f in some], run_id="retry", reload=True)
+    second = data_files()
+    assert first and all(second[p] == first[p] for p in first), "a committed file changed"
+    assert {t for t, _ in (second[p] for p in set(second) - set(first))} == set(records)
+    assert diff(frozen(before), frozen(read_all(spark, settings))) == ""
+
+
 def binlog_seq(path: Path) -> int:
     return int(path.name.rsplit(".", 1)[1])
 

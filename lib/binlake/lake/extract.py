@@ -10,6 +10,7 @@ or run): their rows come back marked with the group's position, and the driver p
 from __future__ import annotations
 
 import gc
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -381,6 +382,10 @@ class DataSink:
     source: str
     run_id: str
     s3_endpoint: str | None = None
+    # in the file names: new for each load attempt (a retried Airflow task keeps its run id,
+    # and must not overwrite files an earlier attempt committed); a retried Spark task of
+    # the same attempt overwrites its own files
+    attempt: str = ""
 
     def write(self, table: str, tag: str, file: str, columns: dict[str, list[Any]],
               n: int) -> list[dict[str, Any]]:
@@ -411,7 +416,7 @@ class DataSink:
         out = []
         for k, (key, rows) in enumerate(groups.items()):
             part = data.take(pa.array(rows, pa.int64())) if len(groups) > 1 else data
-            name = f"{table}-{self.run_id}-{tag}-{k}.parquet"
+            name = f"{table}-{_safe(self.run_id)}-{self.attempt}-{tag}-{k}.parquet"
             pq.write_table(part, f"{base.rstrip('/')}/{name}", filesystem=fs,
                            compression="zstd",
                            use_dictionary=[c for c in _DICT_COLS if c in data.column_names])
@@ -448,6 +453,10 @@ class DataSink:
                                       _columns(recs, self.tables[table].schema, rename, scale),
                                       len(recs))
         return rest + [(WRITTEN, w) for w in written]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
 def _columns(recs: list[dict[str, Any]], schema: Any, rename: dict[str, str],

@@ -424,7 +424,8 @@ def _data_sink(spark: Any, settings: Settings, run_id: str) -> X.DataSink:
             partition.append((jschema.findColumnName(pf.sourceId()), transform))
         location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
         out[table] = X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
-    return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url)
+    return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
+                      attempt=uuid.uuid4().hex[:8])
 
 
 def _java_table(spark: Any, name: str) -> Any:
