@@ -1187,3 +1187,17 @@ def test_spark_job_entry_point(spark: Any, tmp_path: Path, monkeypatch: pytest.M
     assert [f["file"] for f in summary["files"]] == [f.name for f in files]
     rows = read_table(spark, settings, "row_changes", source="percona")
     assert rows and {r["run_id"] for r in rows} == {"job-run-1"}
+
+
+def test_record_integers_out_of_range_are_null() -> None:
+    """A record integer beyond its column's type (a MariaDB XID is unsigned 64-bit, the
+    column BIGINT) is NULL in the data file, as Spark's JSON reading of the records made it,
+    instead of failing the task."""
+    import pyarrow as pa
+
+    from binlake.lake.extract import _arrow_array
+
+    assert _arrow_array([1, None, 1 << 31, -(1 << 31)], pa.int32()).to_pylist() == [
+        1, None, None, -2147483648]
+    assert _arrow_array([1 << 63, (1 << 63) - 1, -(1 << 63)], pa.int64()).to_pylist() == [
+        None, 9223372036854775807, -9223372036854775808]

@@ -324,11 +324,11 @@ def _arrow_schema() -> Any:
     return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
 
 
-def decode_tasks_arrow(batches: Any, sink: DataSink | None = None) -> Any:
-    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  With a
-    ``sink``, the row changes, transactions, statements and XA prepares are written as
-    Parquet data files by this executor (:meth:`DataSink.write_records`) and a WRITTEN
-    record per data file comes out instead."""
+def decode_tasks_arrow(batches: Any, sink: DataSink) -> Any:
+    """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  The row
+    changes, transactions, statements and XA prepares are written as Parquet data files by
+    this executor (:meth:`DataSink.write_records`); a WRITTEN record per data file comes out
+    instead of them."""
     for tasks in batches:
         for t in tasks.to_pylist():
             engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
@@ -340,10 +340,8 @@ def decode_tasks_arrow(batches: Any, sink: DataSink | None = None) -> Any:
             # reference counting frees them, and one collection runs after the range.
             gc.disable()
             try:
-                records = decode_range(task)
-                if sink is not None:
-                    records = sink.write_records(f"{task.seq}-{task.index}", task.file,
-                                                 records)
+                records = sink.write_records(f"{task.seq}-{task.index}", task.file,
+                                             decode_range(task))
             finally:
                 gc.enable()
             yield from wide_batches(records)
@@ -357,7 +355,6 @@ WRITTEN = "written"  # a Parquet data file an executor wrote (table, path, rows,
 _DAY_US = 86_400 * 1_000_000
 _DICT_COLS = ["source", "gtid", "db", "tbl", "op", "file", "run_id", "kind", "status",
               "begin_file", "end_file", "end_event", "prepare_file"]
-_INT_BOUNDS = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
 
 
 @dataclass(frozen=True)
@@ -484,8 +481,8 @@ def _arrow_array(vals: list[Any], typ: Any) -> Any:
         try:
             return pa.array(vals, typ)
         except (OverflowError, pa.ArrowInvalid):
-            lo, hi = _INT_BOUNDS[typ.bit_width]
-            return pa.array([v if v is None or lo <= v <= hi else None for v in vals], typ)
+            half = 1 << (typ.bit_width - 1)  # (the types written are signed)
+            return pa.array([v if v is None or -half <= v < half else None for v in vals], typ)
     return pa.array(vals, typ)
 
 
