@@ -684,6 +684,25 @@ def test_engines_known_across_ranges(workload: Workload) -> None:
     assert got[t.part.begin_pos] is True
 
 
+def test_engine_seeds_carry_ddl_across_files() -> None:
+    """The job surveys each file's DDL on its own executor and the driver chains them
+    (X.seeds_from): a range starts with the DDL of every earlier file and of its own file
+    before it, not with the DDL at or after its start."""
+    from binlake.lake import extract as X
+
+    ddl = [[(100, "shop", "CREATE TABLE t1 (a INT) ENGINE=MyISAM"),
+            (300, "shop", "CREATE TABLE t2 (a INT) ENGINE=InnoDB")],
+           [],
+           [(50, "shop", "ALTER TABLE t1 ENGINE=InnoDB")]]
+    got = X.seeds_from(ddl, [[4, 100, 200], [4], [4, 50, 51]],
+                       seed=(("old.t0", False),))
+    t0, t1_myisam = ("old.t0", False), ("shop.t1", False)
+    assert got[0] == [(t0,), (t0,), (t0, t1_myisam)]  # the CREATE at 100: not yet at 100
+    assert t1_myisam in got[1][0] and ("shop.t2", True) in got[1][0]
+    assert got[2][0] == got[1][0]  # an empty file changes nothing
+    assert got[2][1] == got[1][0] and ("shop.t1", True) in got[2][2]
+
+
 def _xa_across(workload: Workload, gap: int) -> tuple[int, Any]:
     """An XA decided ``gap`` or more files after its PREPARE: (index of its PREPARE file,
     the transaction)."""

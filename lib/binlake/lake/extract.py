@@ -132,37 +132,58 @@ def txn_record(t: Transaction) -> dict[str, Any]:
     }
 
 
-def engine_seeds(uris: list[str], starts: list[list[int]],
-                 seed: tuple[tuple[str, bool], ...] = ()) -> list[list[tuple[tuple[str, bool], ...]]]:
+DdlEvent = tuple[int, "str | None", str]  # (position, default database, statement)
+DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME")
+
+
+def ddl_events(uri: str) -> list[DdlEvent]:
+    """The DDL statements of a file, in order: only its Query events are decoded (row events
+    are not).  A damaged file gives those before the damage (the decode of its ranges
+    reports it).  Runs wherever the file is read (an executor, in the load job)."""
+    from ..txn.boundary import query_keyword
+
+    out: list[DdlEvent] = []
+    try:
+        for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED},
+                               verify_checksums=False):
+            q = ev.data.get("query")
+            if q and query_keyword(q) in DDL_WORDS:
+                out.append((ev.pos, ev.data.get("db") or None, q))
+    except BinlogError:
+        pass
+    return out
+
+
+def seeds_from(ddl: list[list[DdlEvent]], starts: list[list[int]],
+               seed: tuple[tuple[str, bool], ...] = ()
+               ) -> list[list[tuple[tuple[str, bool], ...]]]:
     """Driver side: what the DDL says about table engines at each range start.
 
     A range decoded alone would not see a ``CREATE TABLE ... ENGINE=MyISAM`` in an earlier
-    range or file, and would then undo that table's rows on ROLLBACK.  This scans only the
-    Query events of the files in order (row events are not decoded) and records the DDL state
-    at every start position.  ``seed`` is the state before the first file.
-    """
-    from ..txn.boundary import query_keyword
-
+    range or file, and would then undo that table's rows on ROLLBACK.  ``ddl``: the
+    :func:`ddl_events` of the files, in order; ``starts``: their ranges' start positions;
+    ``seed``: the state before the first file.  The state at a start is the one after every
+    DDL statement before it (earlier files included)."""
     tracker = EngineTracker(seen_ddl=seed)
     out: list[list[tuple[tuple[str, bool], ...]]] = []
-    ddl_words = ("CREATE", "ALTER", "DROP", "RENAME")
-    for uri, file_starts in zip(uris, starts):
+    for events, file_starts in zip(ddl, starts):
         pending = sorted(file_starts)
         states: dict[int, tuple[tuple[str, bool], ...]] = {}
-        try:
-            for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED},
-                                   verify_checksums=False):
-                while pending and ev.pos >= pending[0]:
-                    states[pending.pop(0)] = tracker.ddl_state()
-                q = ev.data.get("query")
-                if q and query_keyword(q) in ddl_words:
-                    tracker.observe_ddl(ev.data.get("db") or None, q)
-        except BinlogError:
-            pass  # the decode of the range reports it
+        for pos, db, q in events:
+            while pending and pos >= pending[0]:
+                states[pending.pop(0)] = tracker.ddl_state()
+            tracker.observe_ddl(db, q)
         for p in pending:
             states[p] = tracker.ddl_state()
         out.append([states[p] for p in file_starts])
     return out
+
+
+def engine_seeds(uris: list[str], starts: list[list[int]],
+                 seed: tuple[tuple[str, bool], ...] = ()
+                 ) -> list[list[tuple[tuple[str, bool], ...]]]:
+    """:func:`seeds_from` the :func:`ddl_events` of ``uris``, read here."""
+    return seeds_from([ddl_events(u) for u in uris], starts, seed)
 
 
 def decode_range(task: RangeTask) -> list[tuple[str, Any]]:

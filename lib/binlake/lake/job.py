@@ -1,16 +1,16 @@
 """The load job: archived binlog files -> Iceberg tables, decoded in parallel on executors.
 
-Plan (driver): list the input files, order them per source, split each into
-transaction-aligned byte ranges (:mod:`binlake.txn.split`).  Decode (executors): one task per
-range (:mod:`binlake.lake.extract`); the row changes, transactions, statements and XA
-prepares are written there as Parquet data files of their tables; only small facts, and the
-XA prepares for the pairing, stay in Spark.  Resolve (driver, small data only): which files
-failed, and the XA pairing across ranges, files and earlier runs (the prepared-but-undecided
-XAs of earlier runs are in ``xa_prepares`` minus the decided ones in ``transactions``); the
-decided XAs' rows are rebuilt and written on the executors too.  Load: per table, delete what
-the run's files gave before, then one commit adding the data files of the binlogs that
-decoded cleanly, so a rerun, or a backfill over loaded files, changes nothing; ``files`` is
-written last.
+Plan: the driver lists the input files and orders them per source; one executor task per
+file surveys it (sha256, transaction-aligned byte ranges from :mod:`binlake.txn.split`, its
+DDL). Decode (executors): one task per range (:mod:`binlake.lake.extract`); the row changes,
+transactions, statements and XA prepares are written there as Parquet data files of their
+tables; only small facts, and the XA prepares for the pairing, stay in Spark. Resolve
+(driver, small data only): which files failed, and the XA pairing across ranges, files and
+earlier runs (the prepared-but-undecided XAs of earlier runs are in ``xa_prepares`` minus
+the decided ones in ``transactions``); the decided XAs' rows are rebuilt and written on the
+executors too. Load: per table, delete what the run's files gave before, then one commit
+adding the data files of the binlogs that decoded cleanly, so a rerun, or a backfill over
+loaded files, changes nothing; ``files`` is written last.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -153,6 +154,20 @@ def _sha256(uri: str) -> tuple[str, int, str | None]:
     return h.hexdigest(), n, recorded_sha256(uri)
 
 
+def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
+    """What the driver needs of one file before decoding it, read on an executor: its sha256,
+    size and archived sha256 (:func:`_sha256`), its transaction-aligned ranges (or why it
+    cannot be split) and its DDL statements (:func:`extract.ddl_events`)."""
+    sha, size, recorded = _sha256(uri)
+    try:
+        ranges: list[Any] | str = split_file(uri, target_bytes=split_bytes,
+                                             min_bytes=min(1 << 20, split_bytes))
+    except BinlogError as exc:
+        ranges = str(exc)
+    ddl = X.ddl_events(uri) if not isinstance(ranges, str) else []
+    return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl}
+
+
 # -- the job ----------------------------------------------------------------------------------
 
 def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
@@ -219,19 +234,37 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         summary.timings[name] = round(summary.timings.get(name, 0.0) + now - clock, 3)
         clock = now
 
-    ensure_tables(spark, settings)
     everything = discover(sources)
     if not everything:
+        ensure_tables(spark, settings)
         return
     sc = spark.sparkContext
-    hashes = dict(zip([f.name for f in everything], sc.parallelize(
-        [f.uri for f in everything], max(1, len(everything))).map(_sha256).collect()))
+
+    # Two things at once: the catalog (tables created, what is loaded) on the driver, and a
+    # survey of every file on the executors (sha256, transaction-aligned ranges, DDL).  A
+    # file loaded before with the same bytes is skipped below: its survey is wasted.
+    def catalog() -> dict[str, tuple[str | None, bool]]:
+        ensure_tables(spark, settings)
+        return _loaded(spark, settings)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        loaded_f = pool.submit(catalog)
+        surveys = dict(zip([f.name for f in everything], sc.parallelize(
+            [f.uri for f in everything], max(1, len(everything))).map(
+            partial(_survey, split_bytes=settings.split_bytes)).collect()))
+        loaded = loaded_f.result()
+    hashes = {name: sv["sha"] for name, sv in surveys.items()}
+    split = {name: sv["ranges"] for name, sv in surveys.items()}
+    # Table engines from the DDL before each range (a range alone would not see it), the
+    # DDL of every file given, in order.
+    splittable = [name for name, rs in split.items() if not isinstance(rs, str)]
+    all_seeds = dict(zip(splittable, X.seeds_from(
+        [surveys[n]["ddl"] for n in splittable],
+        [[r.start for r in split[n]] for n in splittable])))
     summary.bytes = sum(h[1] for h in hashes.values())
-    phase("hash")
 
     # What to do with each file: skip it (loaded before, same bytes), refuse it (loaded
     # before, other bytes; or not what the archive recorded), or decode it.
-    loaded = _loaded(spark, settings)
     files: list[BinlogFile] = []
     failed: dict[str, str] = {}
     others: list[dict[str, Any]] = []
@@ -259,31 +292,22 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         _summarize(spark, settings, summary, everything)
         return
 
-    # Plan: transaction-aligned ranges (a file that cannot even be split has failed).
     tasks: list[X.RangeTask] = []
     n_ranges: dict[str, int] = {}
-    planned: list[tuple[BinlogFile, list[Any]]] = []
+    newest = everything[-1]
     for f in files:
         n_ranges[f.name] = 0
+        ranges = split[f.name]
         if f.name in failed:
             continue
-        try:
-            ranges = split_file(f.uri, target_bytes=settings.split_bytes,
-                                min_bytes=min(1 << 20, settings.split_bytes))
-        except BinlogError as exc:
-            failed[f.name] = str(exc)
+        if isinstance(ranges, str):
+            failed[f.name] = ranges
             continue
         n_ranges[f.name] = len(ranges)
-        planned.append((f, ranges))
-    # Table engines from the DDL before each range (a range alone would not see it).
-    seeds = X.engine_seeds([f.uri for f, _ in planned],
-                           [[r.start for r in ranges] for _, ranges in planned])
-    newest = everything[-1]
-    for (f, ranges), file_seeds in zip(planned, seeds):
         for k, r in enumerate(ranges):
             tasks.append(X.RangeTask(f.uri, f.name, f.seq, r.start, r.end, k,
                                      f is newest and k == len(ranges) - 1,
-                                     tuple(settings.nontransactional), file_seeds[k]))
+                                     tuple(settings.nontransactional), all_seeds[f.name][k]))
     summary.ranges = len(tasks)
     seqs = sorted({f.seq for f in files})
     phase("plan")
@@ -361,11 +385,14 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
     # then plain appends (the executors' data files), no joins against the growing tables.
     in_seqs = ",".join(str(n) for n in seqs)
+
     for table, where in ((ROW_CHANGES, f"order_seq IN ({in_seqs})"),
                          (TRANSACTIONS, f"order_seq IN ({in_seqs})"),
                          # (file, pos) is unique: a statement is in one range, emitted once
                          (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
                          (XA_PREPARES, f"prepare_seq IN ({in_seqs})")):
+        # One table after the other: two commits at once can fail on SQLite's lock
+        # (SQLITE_BUSY under spark-submit, busy_timeout or not).
         delete_where(spark, settings.table(table), f"source = '{_q(source)}' AND ({where})")
         add = [w for w in to_add if w["table"] == table]
         if add:
