@@ -778,6 +778,14 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
           pk_slots: list[str], wm: tuple[int, int, int] | None, rep: dict[str, Any]) -> None:
     from pyspark.sql import functions as F
 
+    t0 = time.time()
+    steps = rep.setdefault("steps", {})
+
+    def step(name: str) -> None:
+        nonlocal t0
+        steps[name] = round(time.time() - t0, 3)
+        t0 = time.time()
+
     L = f"{INTERNAL}layout"
     new_cl = f"{INTERNAL}in_cl IS NULL AND {L} >= 0"
     delta = _after(wm) if pk_slots else "false"
@@ -795,6 +803,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
         F.sum(F.expr(f"CASE WHEN {L} = {NO_NAMES} THEN 1 ELSE 0 END")).alias("no_names"),
         F.sum(F.expr(f"CASE WHEN {INTERNAL}mismatch THEN 1 ELSE 0 END")).alias("mismatch"),
     ).collect()[0]
+    step("convert")
     if stats["no_layout"]:
         rep["notes"].append(f"{stats['no_layout']} change(s) in files whose layouts are not "
                             "recorded: left for a load of those files")
@@ -812,6 +821,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
             F.lit(settings.source).alias("_source"), "_absent").select(
             *[F.col(q(c)) for c in cols]).writeTo(cl).append()
         rep["changelog_rows"] = int(stats["cl"])
+    step("changelog")
     if not pk_slots or not stats["delta"]:
         return
     last = stats["last"]
@@ -829,10 +839,12 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
     if n:
         _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"), mirror, plan,
                       pk_slots, bool(stats["partial"]))
+    step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
         spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
                   f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
+        step("watermark")
 
 
 def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan: Plan,
