@@ -7,7 +7,9 @@ xa_prepares, (source, file) in files; loads insert what is missing and never dup
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..config import Settings
 
@@ -82,3 +84,23 @@ def delete_where(spark: Any, table: str, condition: str) -> bool:
         return False
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
     return True
+
+
+R = TypeVar("R")
+BUSY = ("SQLITE_BUSY", "database is locked")
+
+
+def retry_busy(write: Callable[[], R], attempts: int = 5, wait: float = 0.5) -> R:
+    """Run ``write`` again when it failed on a SQLite catalog's lock (``SQLITE_BUSY``: two
+    commits at once from the driver's threads; SQLite can refuse one at once instead of
+    waiting, whatever the busy timeout).  The refused commit did not happen, so ``write``
+    must be something that can run again: a MERGE with an order guard, a property, a delete
+    with the append it precedes.  Any other error, or the last attempt's, propagates."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return write()
+        except Exception as exc:  # Py4JJavaError / AnalysisException wrapping the JDBC error
+            if attempt == attempts or not any(b in str(exc) for b in BUSY):
+                raise
+            time.sleep(wait * attempt)
+    raise AssertionError("unreachable")

@@ -172,7 +172,7 @@ from ..config import Settings
 from ..constants import ColumnType as T
 from ..rowcodec import column_codec
 from ..tablemap import Column, _resolve_meta, type_name
-from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where
+from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, retry_busy
 
 LAYOUTS = "typed_layouts"
 CHANGELOG_PREFIX = "changelog__"
@@ -692,8 +692,7 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         f"source = {src} AND db = {lit(db)} AND tbl = {lit(tbl)}{scope}").select(
         "txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before", "after",
         "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
-    delete_where(spark, cl, f"_source = {src}"
-                 + ("" if full else scope.replace("order_seq", "_order_seq")))
+    cl_delete = f"_source = {src}" + ("" if full else scope.replace("order_seq", "_order_seq"))
     cand = cand.withColumn(f"{INTERNAL}seq", F.expr(
         "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
     cand_seqs: set[int] | None = None
@@ -704,7 +703,7 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         conv = _convert(cand, layouts, named, slots_of, plan, cand_seqs, pk_slots)
         conv = conv.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            _fill(spark, settings, conv, cl, mirror, plan, pk_slots, wm, rep)
+            _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots, wm, rep)
         finally:
             conv.unpersist()
     finally:
@@ -774,8 +773,13 @@ def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: di
     return cand.mapInArrow(conv, ddl)
 
 
-def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan: Plan,
-          pk_slots: list[str], wm: tuple[int, int, int] | None, rep: dict[str, Any]) -> None:
+def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mirror: str,
+          plan: Plan, pk_slots: list[str], wm: tuple[int, int, int] | None,
+          rep: dict[str, Any]) -> None:
+    """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
+    mirror.  Tables are filled in threads, so their commits can meet on a SQLite catalog's
+    lock: each write is retried then (:func:`retry_busy`), and is one that can run again
+    (the changelog's delete and append together; the MERGE's order guard; a property)."""
     from pyspark.sql import functions as F
 
     t0 = time.time()
@@ -814,13 +818,18 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
         rep["notes"].append(f"{stats['mismatch']} change(s) whose image has columns the layout "
                             "in force does not name")
     typed = list(plan.columns)
-    if stats["cl"]:
-        cols = [f.name for f in spark.table(cl).schema.fields]
-        conv.where(new_cl).select(
-            *[F.col(q(c)) for c in typed], "_op", *ORDER, "_commit_ts", "_txn_id",
-            F.lit(settings.source).alias("_source"), "_absent").select(
-            *[F.col(q(c)) for c in cols]).writeTo(cl).append()
-        rep["changelog_rows"] = int(stats["cl"])
+
+    def changelog() -> None:
+        delete_where(spark, cl, cl_delete)
+        if stats["cl"]:
+            cols = [f.name for f in spark.table(cl).schema.fields]
+            conv.where(new_cl).select(
+                *[F.col(q(c)) for c in typed], "_op", *ORDER, "_commit_ts", "_txn_id",
+                F.lit(settings.source).alias("_source"), "_absent").select(
+                *[F.col(q(c)) for c in cols]).writeTo(cl).append()
+
+    retry_busy(changelog)
+    rep["changelog_rows"] = int(stats["cl"] or 0)
     step("changelog")
     if not pk_slots or not stats["delta"]:
         return
@@ -837,13 +846,14 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, mirror: str, plan:
     else:
         n = stats["todo"]
     if n:
-        _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"), mirror, plan,
-                      pk_slots, bool(stats["partial"]))
+        retry_busy(lambda: _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"),
+                                         mirror, plan, pk_slots, bool(stats["partial"])))
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
-        spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
-                  f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
+        retry_busy(lambda: spark.sql(
+            f"ALTER TABLE {mirror} SET TBLPROPERTIES "
+            f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')"))
         step("watermark")
 
 
