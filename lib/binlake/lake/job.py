@@ -385,7 +385,6 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
     # then plain appends (the executors' data files), no joins against the growing tables.
     in_seqs = ",".join(str(n) for n in seqs)
-
     for table, where in ((ROW_CHANGES, f"order_seq IN ({in_seqs})"),
                          (TRANSACTIONS, f"order_seq IN ({in_seqs})"),
                          # (file, pos) is unique: a statement is in one range, emitted once

@@ -93,9 +93,10 @@ BUSY = ("SQLITE_BUSY", "database is locked")
 def retry_busy(write: Callable[[], R], attempts: int = 5, wait: float = 0.5) -> R:
     """Run ``write`` again when it failed on a SQLite catalog's lock (``SQLITE_BUSY``: two
     commits at once from the driver's threads; SQLite can refuse one at once instead of
-    waiting, whatever the busy timeout).  The refused commit did not happen, so ``write``
-    must be something that can run again: a MERGE with an order guard, a property, a delete
-    with the append it precedes.  Any other error, or the last attempt's, propagates."""
+    waiting, whatever the busy timeout).  A refused commit did not happen, but the error could
+    also come after one that did, so ``write`` must give the same table whether it runs once
+    or twice: a MERGE with an order guard, a property, a delete together with the append it
+    precedes.  Any other error, or the last attempt's, propagates."""
     for attempt in range(1, attempts + 1):
         try:
             return write()
