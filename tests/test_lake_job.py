@@ -1257,3 +1257,51 @@ def test_retry_busy_runs_a_refused_commit_again() -> None:
     with pytest.raises(RuntimeError):
         retry_busy(locked, attempts=3, wait=0)
     assert len(always) == 3
+
+
+def test_engine_known_from_a_skipped_earlier_file(spark: Any, tmp_path_factory: Any,
+                                                  mariadb_template: Path) -> None:
+    """A real server: a MyISAM table created in one file, a statement-format transaction
+    that changes it rolled back in the next.  The second run is given both files: the first
+    is skipped (loaded before), yet its DDL seeds the second file's ranges, so the ROLLBACK
+    is recorded as having non-transactional changes that happened (WL#2687), as the
+    transaction layer reading both files in order says."""
+    from binlake.txn.build import build_transactions
+
+    srv = start_server(tmp_path_factory.mktemp("engine-srv"), mariadb_template)
+    out = tmp_path_factory.mktemp("engine-binlogs")
+    try:
+        srv.flush_binary_logs()
+        start = srv.current_binlog_file()
+        srv.execute(["CREATE DATABASE eng",
+                     "CREATE TABLE eng.i (id INT PRIMARY KEY) ENGINE=InnoDB",
+                     "CREATE TABLE eng.m (id INT PRIMARY KEY) ENGINE=MyISAM"])
+        srv.flush_binary_logs()
+        conn = srv.connect()
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION binlog_format = 'STATEMENT'")
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO eng.i VALUES (1)")
+            cur.execute("INSERT INTO eng.m VALUES (1)")
+            cur.execute("ROLLBACK")
+        conn.close()
+        srv.flush_binary_logs()
+        written = srv.binlog_files()
+        first, second = written[written.index(start):][:2]
+        for f in (first, second):
+            shutil.copyfile(f, out / f.name)
+    finally:
+        srv.stop(timeout=30)
+    first, second = out / first.name, out / second.name
+    truth = [t for t in build_transactions([str(first), str(second)]).transactions
+             if t.part.file == second.name and t.status == "rolled_back"]
+    assert len(truth) == 1 and truth[0].nontransactional is True, truth
+
+    settings = make_lake(spark, tmp_path_factory.mktemp("engine-lakes"), "engine")
+    load(spark, settings, [first], "engine-1")
+    s2 = load(spark, settings, [first, second], "engine-2")
+    assert {f["file"]: f["status"] for f in s2.files} == {first.name: "skipped",
+                                                          second.name: "loaded"}
+    got = [r for r in read_table(spark, settings, "transactions")
+           if r["end_file"] == second.name and r["status"] == "rolled_back"]
+    assert len(got) == 1 and got[0]["nontransactional"] is True, got
