@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -29,7 +29,7 @@ CHANGE = "change"
 TXN = "txn"
 XA_PREPARE = "xa_prepare"  # a prepare group: metadata + its changes as a JSON state
 XA_END = "xa_end"  # an XA COMMIT / ROLLBACK group (marker)
-TABLE = "table"  # a table layout seen in a Table_map (for typed tables)
+TABLE = "table"  # a table layout seen in a Table_map (the plan's survey: survey_scan)
 FINDING = "finding"
 RANGE = "range"  # per-range summary (events, timestamps, GTIDs, errors)
 STATEMENT = "statement"  # an Annotate_rows / Rows_query text, once (file, pos)
@@ -154,6 +154,53 @@ def ddl_events(uri: str) -> list[DdlEvent]:
     return out
 
 
+def layout_record(tm: Any, seq: int, pos: int) -> dict[str, Any]:
+    """A TABLE record: the layout of a Table_map (columns, primary key, names or not) and
+    where it was seen."""
+    names = tm.column_names
+    return {"db": tm.db, "tbl": tm.table, "columns": [c.describe() for c in tm.columns],
+            "primary_key": [names[i] for i in tm.primary_key] if tm.primary_key else None,
+            "has_names": tm.has_full_metadata, "seq": seq, "pos": pos}
+
+
+def survey_scan(uri: str, seq: int) -> tuple[list[DdlEvent], list[dict[str, Any]]]:
+    """One pass over a file for the driver's plan: its DDL statements (as
+    :func:`ddl_events`) and its table layouts (a TABLE record, :func:`layout_record`, for the
+    first Table_map of each table and whenever the table's layout changes).  Only Query and
+    Table_map events are decoded (Table_maps from a cache: the server logs the same one in
+    every transaction), and compressed transactions are opened for their Table_maps.  A
+    damaged file gives what comes before the damage (its decode reports it)."""
+    from ..txn.boundary import query_keyword
+
+    ddl: list[DdlEvent] = []
+    layouts: list[dict[str, Any]] = []
+    last: dict[tuple[str, str], Any] = {}  # (db, table) -> (TableMap, layout key)
+    try:
+        for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED, E.TABLE_MAP,
+                                            E.TRANSACTION_PAYLOAD}, verify_checksums=False):
+            t = ev.type_code
+            if t == E.TABLE_MAP:
+                tm = ev.data.get("_table_map")
+                if tm is None:
+                    continue
+                key = (tm.db, tm.table)
+                prev = last.get(key)
+                if prev is not None and prev[0] is tm:
+                    continue
+                layout = (tuple(c.key() for c in tm.columns), tm.primary_key,
+                          tm.has_full_metadata)
+                if prev is None or prev[1] != layout:
+                    layouts.append(layout_record(tm, seq, ev.pos))
+                last[key] = (tm, layout)
+            elif t in (E.QUERY, E.QUERY_COMPRESSED):
+                q = ev.data.get("query")
+                if q and query_keyword(q) in DDL_WORDS:
+                    ddl.append((ev.pos, ev.data.get("db") or None, q))
+    except BinlogError:
+        pass
+    return ddl, layouts
+
+
 def seeds_from(ddl: list[list[DdlEvent]], starts: list[list[int]],
                seed: tuple[tuple[str, bool], ...] = ()
                ) -> list[list[tuple[tuple[str, bool], ...]]]:
@@ -194,7 +241,6 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
-    last_layout: dict[tuple[str, str], int] = {}  # (db, table) -> layout last emitted
     statements_seen: set[int] = set()
     info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
                             "start": task.start, "end": task.end, "events": 0,
@@ -226,16 +272,6 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                     key = (tm.db, tm.table)
                     names = tm.column_names
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
-                    layout = hash(tuple(c.key() for c in tm.columns))
-                    # Emit whenever the layout differs from the last one of this table (a
-                    # layout may come back: MODIFY b VARCHAR, then MODIFY b INT again).
-                    if last_layout.get(key) != layout:
-                        last_layout[key] = layout
-                        out.append((TABLE, {"db": tm.db, "tbl": tm.table,
-                                            "columns": [c.describe() for c in tm.columns],
-                                            "primary_key": pks[key],
-                                            "has_names": tm.has_full_metadata,
-                                            "seq": task.seq, "pos": ev.pos}))
             for item in builder.feed(ev):
                 _emit(out, item, pks, info, statements_seen)
     except BinlogError as exc:
@@ -375,7 +411,7 @@ def decode_tasks_arrow(batches: Any, sink: DataSink) -> Any:
 WRITTEN = "written"  # a Parquet data file an executor wrote (table, path, rows, partition)
 _DAY_US = 86_400 * 1_000_000
 _DICT_COLS = ["source", "gtid", "db", "tbl", "op", "file", "run_id", "kind", "status",
-              "begin_file", "end_file", "end_event", "prepare_file"]
+              "begin_file", "end_file", "end_event", "prepare_file", "_op", "_source"]
 
 
 @dataclass(frozen=True)
@@ -387,6 +423,27 @@ class TableOut:
     location: str
     schema: Any  # pyarrow.Schema
     partition: tuple[tuple[str, str], ...]
+
+
+TYPED = "typed"  # what one range gave one typed table (counts, order keys, staged delta)
+NO_LAYOUT = -1  # (typed.NO_LAYOUT) the row's file has no recorded layout
+NO_NAMES = -2  # (typed.NO_NAMES) the layout in force does not name the columns
+
+
+@dataclass(frozen=True)
+class TypedOut:
+    """One source table whose typed changelog the executors write (see
+    :meth:`DataSink.write_typed`): ``table`` is the changelog's full name (a key of
+    ``DataSink.tables``), ``converter`` a :class:`typedconv.Converter`, ``stage`` the local
+    directory where the changes newer than the mirror's watermark ``wm`` are staged (None:
+    no mirror)."""
+
+    db: str
+    tbl: str
+    table: str
+    converter: Any
+    stage: str | None
+    wm: tuple[int, int, int] | None
 
 
 @dataclass
@@ -404,16 +461,19 @@ class DataSink:
     # and must not overwrite files an earlier attempt committed); a retried Spark task of
     # the same attempt overwrites its own files
     attempt: str = ""
+    # source tables whose typed changelog (and mirror delta) is written here too
+    typed: dict[tuple[str, str], TypedOut] = field(default_factory=dict)
 
     def write(self, table: str, tag: str, file: str, columns: dict[str, list[Any]],
-              n: int) -> list[dict[str, Any]]:
+              n: int, keep: list[tuple[tuple[Any, ...], Any]] | None = None
+              ) -> list[dict[str, Any]]:
         """Write ``n`` rows of binlog ``file`` into ``table``: ``columns`` by column name
         (``source`` and ``run_id`` are filled in; timestamps as epoch microseconds).  One
-        data file per partition value; ``tag`` makes the names unique within the run."""
+        data file per partition value; ``tag`` makes the names unique within the run.
+        ``keep`` gets each (partition value, Arrow table) written."""
         if not n:
             return []
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         out_t = self.tables[table]
         arrays = []
@@ -427,19 +487,139 @@ class DataSink:
             pvals: list[Any] = [self.source] * n if col == "source" else columns[col]
             keys.append([None if v is None else v // _DAY_US for v in pvals]
                         if transform == "day" else pvals)
+        return self._write_parts(table, tag, file, data, keys, keep)
+
+    def _write_parts(self, table: str, tag: str, file: str, data: Any,
+                     keys: list[list[Any]],
+                     keep: list[tuple[tuple[Any, ...], Any]] | None = None
+                     ) -> list[dict[str, Any]]:
+        """``data`` (an Arrow table in ``table``'s schema) as one data file per partition
+        value; ``keys``: per partition field, every row's partition value."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        out_t = self.tables[table]
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, key in enumerate(zip(*keys)):
             groups.setdefault(key, []).append(i)
+        if not keys:
+            groups = {(): list(range(data.num_rows))}
         fs, base = data_filesystem(out_t.location, self.s3_endpoint)
         out = []
+        short = table.rsplit(".", 1)[-1]
         for k, (key, rows) in enumerate(groups.items()):
             part = data.take(pa.array(rows, pa.int64())) if len(groups) > 1 else data
-            name = f"{table}-{_safe(self.run_id)}-{self.attempt}-{tag}-{k}.parquet"
+            name = f"{short}-{_safe(self.run_id)}-{self.attempt}-{tag}-{k}.parquet"
             pq.write_table(part, f"{base.rstrip('/')}/{name}", filesystem=fs,
                            compression="zstd",
                            use_dictionary=[c for c in _DICT_COLS if c in data.column_names])
             out.append({"table": table, "file": file, "rows": len(rows),
                         "path": _uri(out_t.location, name), "partition": list(key)})
+            if keep is not None:
+                keep.append((key, part))
+        return out
+
+    def write_typed(self, tag: str, file: str,
+                    parts: list[tuple[dict[str, Any], Any]]) -> list[tuple[str, Any]]:
+        """The typed changelog rows of the tables in ``typed``, converted here
+        (:class:`typedconv.Converter`, the conversion the typed step runs in Spark
+        otherwise) from ``parts``: the row changes as written to ``row_changes``, (partition
+        values by column, Arrow table) per data file.  They are written as data files of the
+        changelog tables; the changes newer than a mirror's watermark are staged as Parquet
+        for its MERGE.  Returns a WRITTEN record per data file and a TYPED record per table
+        (counts and order keys: what the driver needs to commit and merge)."""
+        if not self.typed:
+            return []
+        import pyarrow as pa
+
+        by_table: dict[tuple[str, str], list[Any]] = {}
+        if parts and not {"db", "tbl"} <= set(parts[0][0]):  # not partitioned by table
+            import pyarrow.compute as pc
+
+            whole = pa.concat_tables([p for _, p in parts])
+            for t in self.typed:
+                mask = pc.and_(pc.equal(whole.column("db"), t[0]),
+                               pc.equal(whole.column("tbl"), t[1]))
+                picked = whole.filter(pc.fill_null(mask, False))
+                if picked.num_rows:
+                    by_table[t] = [picked]
+        for key, part in parts:
+            if {"db", "tbl"} <= set(key) and (key["db"], key["tbl"]) in self.typed:
+                by_table.setdefault((key["db"], key["tbl"]), []).append(part)
+        out: list[tuple[str, Any]] = []
+        for t, tabs in by_table.items():
+            spec = self.typed[t]
+            rows = pa.concat_tables(tabs) if len(tabs) > 1 else tabs[0]
+            cand = rows.select(["txn_id", "order_seq", "order_pos", "order_idx", "commit_ts",
+                                "op", "before", "after", "file", "pos"])
+            cand = cand.append_column("__bl_in_cl", pa.nulls(cand.num_rows, pa.bool_()))
+            conv = pa.Table.from_batches(list(spec.converter(iter(cand.to_batches()))))
+            del cand, rows
+            out += self._typed_one(tag, file, spec, conv)
+        return out
+
+    def _typed_one(self, tag: str, file: str, spec: TypedOut, conv: Any
+                   ) -> list[tuple[str, Any]]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        layout = conv.column("__bl_layout")
+        ok = pc.greater_equal(layout, 0)
+        seq, pos, idx = (conv.column(c) for c in ("_order_seq", "_order_pos", "_order_idx"))
+        if spec.wm is None:
+            delta = pc.is_valid(layout)  # every row
+        else:
+            s, p, i = spec.wm
+            delta = pc.or_(pc.greater(seq, s), pc.and_(pc.equal(seq, s), pc.or_(
+                pc.greater(pos, p), pc.and_(pc.equal(pos, p), pc.greater(idx, i)))))
+            delta = pc.fill_null(delta, False)
+
+        def count(mask: Any) -> int:
+            return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+
+        def okeys(mask: Any) -> list[tuple[int, int, int]]:
+            t = conv.select(["_order_seq", "_order_pos", "_order_idx"]).filter(mask)
+            return list(zip(*(t.column(k).to_pylist() for k in range(3))))
+
+        todo = pc.and_(delta, ok)
+        partial = count(pc.and_(todo, pc.and_(
+            pc.equal(conv.column("_op"), "update"),
+            pc.greater(pc.fill_null(pc.list_value_length(conv.column("_absent")), 0), 0)))) > 0
+        n_delta = count(delta) if spec.stage is not None else 0
+        blocked_rows = okeys(pc.and_(delta, pc.equal(layout, NO_LAYOUT)))             if spec.stage is not None else []
+        last_rows = okeys(delta) if n_delta else []
+        stats: dict[str, Any] = {
+            "table": spec.table, "db": spec.db, "tbl": spec.tbl, "file": file,
+            "cl": count(ok), "delta": n_delta, "todo": count(todo) if n_delta else 0,
+            "partial": partial, "blocked": list(min(blocked_rows)) if blocked_rows else None,
+            "last": list(max(last_rows)) if last_rows else None,
+            "no_layout": count(pc.equal(layout, NO_LAYOUT)),
+            "no_names": count(pc.equal(layout, NO_NAMES)),
+            "mismatch": count(pc.fill_null(conv.column("__bl_mismatch"), False)),
+            "staged": None}
+        out: list[tuple[str, Any]] = []
+        if stats["cl"]:
+            rows = conv.filter(ok)
+            out_t = self.tables[spec.table]
+            arrays = []
+            for f in out_t.schema:
+                a = (pa.array([self.source] * rows.num_rows, pa.string())
+                     if f.name == "_source" else rows.column(f.name))
+                arrays.append(a.cast(f.type) if a.type != f.type else a)
+            data = pa.Table.from_arrays(arrays, schema=out_t.schema)
+            us = rows.column("_commit_ts").cast(pa.int64()).to_pylist()
+            keys = [[None if v is None else v // _DAY_US for v in us]]
+            out += [(WRITTEN, w) for w in self._write_parts(spec.table, tag, file, data, keys)]
+        if n_delta and spec.stage is not None:
+            fs, base = data_filesystem(spec.stage)
+            path = f"{base.rstrip('/')}/{_safe(tag)}.parquet"
+            staged = conv.filter(delta)
+            # positional column names (typed.stage_columns): any source name is safe
+            staged = staged.rename_columns([f"c{i}" for i in range(staged.num_columns)])
+            pq.write_table(staged, path, filesystem=fs, compression="lz4")
+            stats["staged"] = path
+        out.append((TYPED, stats))
         return out
 
     def write_records(self, tag: str, file: str, records: list[tuple[str, Any]]
@@ -457,10 +637,18 @@ class DataSink:
             rest.append((k, r))
         written = []
         changes = by_kind[CHANGE]
+        typed_out: list[tuple[str, Any]] = []
         if changes:
             cols = dict(zip(_CHANGE_NAMES, (list(c) for c in zip(*changes))))
             cols["commit_ts"] = cols["commit_us"]
-            written += self.write("row_changes", tag, file, cols, len(changes))
+            parts: list[tuple[tuple[Any, ...], Any]] | None = [] if self.typed else None
+            written += self.write("row_changes", tag, file, cols, len(changes), parts)
+            del cols
+            if parts:
+                names = [c for c, _ in self.tables["row_changes"].partition]
+                typed_out = self.write_typed(
+                    tag, file, [(dict(zip(names, key)), part) for key, part in parts])
+                del parts
         for kind, table, rename, scale in (
                 (TXN, "transactions", {"commit_ts": "commit_us"}, {}),
                 (STATEMENT, "statements", {"pos": "statement_pos"}, {}),
@@ -470,7 +658,7 @@ class DataSink:
                 written += self.write(table, tag, file,
                                       _columns(recs, self.tables[table].schema, rename, scale),
                                       len(recs))
-        return rest + [(WRITTEN, w) for w in written]
+        return rest + [(WRITTEN, w) for w in written] + typed_out
 
 
 def _safe(name: str) -> str:

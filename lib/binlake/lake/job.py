@@ -2,15 +2,18 @@
 
 Plan: the driver lists the input files and orders them per source; one executor task per
 file surveys it (sha256, transaction-aligned byte ranges from :mod:`binlake.txn.split`, its
-DDL). Decode (executors): one task per range (:mod:`binlake.lake.extract`); the row changes,
+DDL and table layouts); the driver then prepares the typed tables (:func:`typed.prepare`).
+Decode (executors): one task per range (:mod:`binlake.lake.extract`); the row changes,
 transactions, statements and XA prepares are written there as Parquet data files of their
-tables; only small facts, and the XA prepares for the pairing, stay in Spark. Resolve
+tables, and the typed changelogs' too; only small facts, and the XA prepares for the
+pairing, stay in Spark. Resolve
 (driver, small data only): which files failed, and the XA pairing across ranges, files and
 earlier runs (the prepared-but-undecided XAs of earlier runs are in ``xa_prepares`` minus
 the decided ones in ``transactions``); the decided XAs' rows are rebuilt and written on the
 executors too. Load: per table, delete what the run's files gave before, then one commit
 adding the data files of the binlogs that decoded cleanly, so a rerun, or a backfill over
-loaded files, changes nothing; ``files`` is written last.
+loaded files, changes nothing; then the typed tables (:func:`typed.fill`); ``files`` is
+written last.
 """
 
 from __future__ import annotations
@@ -157,15 +160,19 @@ def _sha256(uri: str) -> tuple[str, int, str | None]:
 def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
     """What the driver needs of one file before decoding it, read on an executor: its sha256,
     size and archived sha256 (:func:`_sha256`), its transaction-aligned ranges (or why it
-    cannot be split) and its DDL statements (:func:`extract.ddl_events`)."""
+    cannot be split), its DDL statements and its table layouts
+    (:func:`extract.survey_scan`)."""
     sha, size, recorded = _sha256(uri)
     try:
         ranges: list[Any] | str = split_file(uri, target_bytes=split_bytes,
                                              min_bytes=min(1 << 20, split_bytes))
     except BinlogError as exc:
         ranges = str(exc)
-    ddl = X.ddl_events(uri) if not isinstance(ranges, str) else []
-    return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl}
+    ddl: list[X.DdlEvent] = []
+    layouts: list[dict[str, Any]] = []
+    if not isinstance(ranges, str):
+        ddl, layouts = X.survey_scan(uri, binlog_file(uri).seq)
+    return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl, "layouts": layouts}
 
 
 # -- the job ----------------------------------------------------------------------------------
@@ -225,7 +232,6 @@ def _loaded(spark: Any, settings: Settings) -> dict[str, tuple[str | None, bool]
 
 def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
               summary: LoadSummary, reload: bool) -> None:
-    source = settings.source
     clock = time.time()
 
     def phase(name: str) -> None:
@@ -253,6 +259,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             [f.uri for f in everything], max(1, len(everything))).map(
             partial(_survey, split_bytes=settings.split_bytes)).collect()))
         loaded = loaded_f.result()
+    phase("survey")
     hashes = {name: sv["sha"] for name, sv in surveys.items()}
     split = {name: sv["ranges"] for name, sv in surveys.items()}
     # Table engines from the DDL before each range (a range alone would not see it), the
@@ -310,7 +317,52 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                                      tuple(settings.nontransactional), all_seeds[f.name][k]))
     summary.ranges = len(tasks)
     seqs = sorted({f.seq for f in files})
+    # The typed tables' schemas, from the layouts the survey found in the files to decode:
+    # then the decode tasks convert and write the typed changelogs themselves.
+    from . import typed
+
+    layouts_seen = [lay for f in files if f.name not in failed
+                    for lay in surveys[f.name]["layouts"]]
     phase("plan")
+    stage_root = _stage_root(settings, run_id)
+    prepared = typed.prepare(spark, settings, layouts_seen, run_id, seqs, stage_root)
+    phase("typed_prepare")
+    try:
+        _decode_and_write(spark, settings, run_id, summary, files, everything, tasks, seqs,
+                          failed, hashes, n_ranges, prepared, phase)
+    finally:
+        if stage_root is not None:
+            import shutil
+
+            shutil.rmtree(stage_root, ignore_errors=True)
+    summary.files = sorted(summary.files + others, key=lambda f: (f["seq"], f["file"]))
+    _summarize(spark, settings, summary, everything)
+
+
+def _stage_root(settings: Settings, run_id: str) -> str | None:
+    """A directory for this run's staged mirror deltas (removed after the run), under a
+    local warehouse; None when the warehouse is not local (Spark reads no s3 here)."""
+    wh = settings.warehouse_resolved
+    if wh.startswith("file:"):
+        path = wh[len("file:"):]
+        while path.startswith("//"):
+            path = path[1:]
+    elif "://" in wh:
+        return None
+    else:
+        path = wh
+    return os.path.join(path, "_binlake_staging", f"{run_id}-{uuid.uuid4().hex[:8]}")
+
+
+def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
+                      files: list[BinlogFile], everything: list[BinlogFile],
+                      tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
+                      hashes: dict[str, tuple[str, int, str | None]],
+                      n_ranges: dict[str, int], prepared: Any, phase: Any) -> None:
+    from . import typed
+
+    source = settings.source
+    sc = spark.sparkContext
 
     # Decode on the executors; the records come back as Arrow batches and stay in Spark.
     from pyspark import StorageLevel
@@ -324,7 +376,10 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # Row changes, transactions, statements and XA prepares are written as Parquet by the
     # executors, straight into the tables' data directories; the driver adds the good ones,
     # one commit per table, below.
-    sink = _data_sink(spark, settings, run_id)
+    sink = _data_sink(spark, settings, run_id,
+                      [spec.table for spec in prepared.fast.values()])
+    sink.typed = prepared.fast
+    phase("sink")
     records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink), X.WIDE_SCHEMA)
     # Decoded once, read twice (the small facts, the XA prepares): cached, in memory while
     # it fits and on disk beyond (Spark's storage memory bounds it).
@@ -334,7 +389,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # findings, and the PREPAREs without their rows (state, pks).
     prep_fields = [c for c in PREP_COLS if c not in ("state", "pks")]
     small = [(r["kind"], X.meta_of(r)) for r in records.where(
-        kind.isin(X.RANGE, X.XA_END, X.TABLE, X.FINDING, X.XA_PREPARE, X.WRITTEN)).select(
+        kind.isin(X.RANGE, X.XA_END, X.FINDING, X.XA_PREPARE, X.WRITTEN, X.TYPED)).select(
         "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
         "kind", F.when(kind == X.XA_PREPARE, F.to_json(F.struct(
             *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta")).alias("meta"))
@@ -346,7 +401,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         if info["error"] and info["file"] not in failed:
             failed[info["file"]] = info["error"]
     summary.findings = [dict(r, source=source) for k, r in small if k == X.FINDING]
-    tables_seen = [r for k, r in small if k == X.TABLE]
+    typed_stats = [r for k, r in small if k == X.TYPED]
     bad = sorted(failed)
     written = [r for k, r in small if k == X.WRITTEN]
     to_add = [w for w in written if w["file"] not in failed]
@@ -377,10 +432,12 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             (F.col("source") == settings.source)
             & ~F.col("prepare_file").isin(sorted(run_files))).select(*cols)
         # their changes and transactions are written by the executors too
-        to_add += [X.meta_of(r) for r in preps_df.select(*cols).unionByName(stored).join(
-            F.broadcast(res_df), ["prepare_file", "prepare_pos"]).mapInArrow(
-            partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).where(
-            kind == X.WRITTEN).select("meta").collect()]
+        for r in preps_df.select(*cols).unionByName(stored).join(
+                F.broadcast(res_df), ["prepare_file", "prepare_pos"]).mapInArrow(
+                partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).where(
+                kind.isin(X.WRITTEN, X.TYPED)).select("kind", "meta").collect():
+            (to_add if r["kind"] == X.WRITTEN else typed_stats).append(X.meta_of(r))
+    typed_stats = [r for r in typed_stats if r["file"] not in failed]
 
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
     # then plain appends (the executors' data files), no joins against the growing tables.
@@ -405,10 +462,11 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
 
     phase("write")
     # Typed per-table changelog and mirror tables (when the binlog names the columns).
-    if tables_seen:
-        from . import typed
-
-        summary.typed = typed.apply(spark, settings, tables_seen, run_id, seqs=seqs)
+    if prepared.jobs:
+        summary.typed = typed.fill(
+            spark, settings, prepared, typed_stats,
+            [w for w in to_add if w["table"] not in RECORD_TABLES],
+            lambda table, written: add_data_files(spark, settings, table, written, run_id))
 
     phase("typed")
     # Files last: a file's row says "loaded" only once its data is in.
@@ -421,23 +479,26 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     summary.pending = _refresh_pending(spark, settings, run_id)
     records.unpersist()
     phase("finish")
-    summary.files = sorted(
-        [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20], "size": r[3]}
-         for r in file_rows] + others, key=lambda f: (f["seq"], f["file"]))
-    _summarize(spark, settings, summary, everything)
+    summary.files = [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20],
+                      "size": r[3]} for r in file_rows]
 
 
-def _data_sink(spark: Any, settings: Settings, run_id: str) -> X.DataSink:
+RECORD_TABLES = (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES)
+
+
+def _data_sink(spark: Any, settings: Settings, run_id: str,
+               more: list[str] = []) -> X.DataSink:  # noqa: B006 (never changed)
     """Where the executors write this run's data files of the record tables (each table's
-    data directory, as the catalog knows it), the Arrow schemas they write (Iceberg field
-    ids included) and the partition fields.  Read through Spark's own catalog, so every
-    catalog type Spark is configured for works."""
+    data directory, as the catalog knows it), and of the tables named in ``more`` (full
+    names: the typed changelogs), the Arrow schemas they write (Iceberg field ids included)
+    and the partition fields.  Read through Spark's own catalog, so every catalog type
+    Spark is configured for works."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
     from pyiceberg.schema import Schema
 
     out = {}
-    for table in (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES):
-        jtable = _java_table(spark, settings.table(table))
+    for table in (*RECORD_TABLES, *more):
+        jtable = _java_table(spark, table if table in more else settings.table(table))
         jschema = jtable.schema()
         schema = Schema.model_validate_json(
             spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
@@ -471,7 +532,7 @@ def add_data_files(spark: Any, settings: Settings, table: str,
     Spark's own writes do).  Column statistics come from each file's Parquet footer."""
     jvm = spark._jvm
     ice = jvm.org.apache.iceberg
-    name = settings.table(table)
+    name = table if "." in table else settings.table(table)  # a full name: as is
     jtable = _java_table(spark, name)
     spec = jtable.spec()
     metrics_config = ice.MetricsConfig.forTable(jtable)

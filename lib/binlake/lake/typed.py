@@ -10,11 +10,13 @@ For source table ``db.tbl`` (of any source label):
     order), ``_commit_ts``, ``_txn_id``, ``_source`` and ``_absent`` (the names of the columns
     the image does not carry -- ``binlog_row_image=MINIMAL``/``NOBLOB`` -- empty when it is
     complete; an absent column is NULL in the row, which is not the same as a NULL value).
-    Partitioned by ``days(_commit_ts)``.  Filled from ``row_changes``: every change of the
-    table whose order key is not in the changelog yet is inserted (a MERGE on
-    ``(_source, _order_seq, _order_pos, _order_idx)``), so a rerun, a backfill over loaded
-    files, or a rerun after a run killed between ``row_changes`` and this step, all leave
-    exactly one changelog row per change.
+    Partitioned by ``days(_commit_ts)``.  Holds the changes of the run's files: what they
+    gave the changelog before is deleted, then their changes are added, so a rerun, a
+    backfill over loaded files, or a rerun after a run killed between ``row_changes`` and
+    this step, all leave exactly one changelog row per change.  A load converts them while
+    it decodes (:func:`prepare`, :func:`fill`: the decode tasks write the changelog's data
+    files); :func:`apply` converts them from ``row_changes`` in a Spark job (and so does a
+    load for a new typed table whose older changes are only in ``row_changes``).
 
 ``<catalog>.<namespace>.mirror__<db>__<tbl>``
     The table's current state (tables with a primary key only): the typed columns plus
@@ -421,6 +423,15 @@ def _exists(spark: Any, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
+def _filled(spark: Any, table: str) -> bool:
+    """The table has a snapshot (on any branch): some load has written it.  A table the
+    plan created for a run that was then killed has none, and is built like a new one."""
+    spark.sql(f"REFRESH TABLE {table}")
+    jt = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, table)
+    return bool(jt.snapshots().iterator().hasNext())
+
+
 def _typed_columns(spark: Any, table: str, meta: tuple[tuple[str, str], ...]
                    ) -> list[tuple[str, str]]:
     names = {n for n, _ in meta}
@@ -559,30 +570,44 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
 def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
           run_id: str, seqs: list[int] | None = None) -> dict[str, Any]:
     """Create/evolve and fill the typed changelog and mirror tables of every table seen in
-    this run (see the module doc).  Returns a report: ``tables`` (per ``db.tbl``: table
-    names, ``created``, ``evolved`` statements, ``changelog_rows`` inserted, ``mirror_rows``
-    (changes applied), ``skipped`` reason, ``notes``), plus totals."""
-    report: dict[str, Any] = {"tables": {}, "created": [], "evolved": [],
-                              "rows_merged": {"changelog": 0, "mirror": 0}, "skipped": {}}
+    this run (see the module doc), from ``row_changes``.  Returns a report: ``tables`` (per
+    ``db.tbl``: table names, ``created``, ``evolved`` statements, ``changelog_rows``
+    inserted, ``mirror_rows`` (changes applied), ``skipped`` reason, ``notes``), plus
+    totals."""
     if not tables_seen:
-        return report
+        return _report()
+    jobs = _prepare_all(spark, settings, tables_seen, run_id, seqs)
+    return _fill_all(spark, settings, jobs, lambda job: _fill_table(spark, settings, job))
+
+
+def _report() -> dict[str, Any]:
+    return {"tables": {}, "created": [], "evolved": [],
+            "rows_merged": {"changelog": 0, "mirror": 0}, "skipped": {}}
+
+
+def _prepare_all(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
+                 run_id: str, seqs: list[int] | None) -> list[_TableJob]:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     layouts = _sync_layouts(spark, settings, tables_seen, run_id)
-
     # Schemas first, one table after the other: creating or altering tables is a catalog
     # write, and two at once can fail on SQLite's lock (SQLITE_BUSY, no retry).
-    keys = sorted(layouts)
     jobs = []
-    for key in keys:
+    for key in sorted(layouts):
         t0 = time.time()
         job = _prepare_table(spark, settings, key[0], key[1], layouts[key], seqs)
         job.rep["seconds"] = round(time.time() - t0, 3)
         jobs.append(job)
+    return jobs
+
+
+def _fill_all(spark: Any, settings: Settings, jobs: list[_TableJob],
+              fill: Any) -> dict[str, Any]:
+    report = _report()
 
     def one(job: _TableJob) -> dict[str, Any]:
         t0 = time.time()
         if job.plan is not None:
-            _fill_table(spark, settings, job)
+            fill(job)
         job.rep["seconds"] = round(job.rep["seconds"] + time.time() - t0, 3)
         return job.rep
 
@@ -590,17 +615,138 @@ def apply(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]],
     # busy while one table's small stages or commits run.
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=min(settings.typed_parallelism, len(keys))) as pool:
+    if not jobs:
+        return report
+    with ThreadPoolExecutor(max_workers=min(settings.typed_parallelism, len(jobs))) as pool:
         reps = list(pool.map(one, jobs))
-    for (db, tbl), rep in zip(keys, reps):
-        report["tables"][f"{db}.{tbl}"] = rep
+    for job, rep in zip(jobs, reps):
+        key = f"{job.db}.{job.tbl}"
+        report["tables"][key] = rep
         report["created"] += rep["created"]
         report["evolved"] += rep["evolved"]
         report["rows_merged"]["changelog"] += rep["changelog_rows"]
         report["rows_merged"]["mirror"] += rep["mirror_rows"]
         if rep["skipped"]:
-            report["skipped"][f"{db}.{tbl}"] = rep["skipped"]
+            report["skipped"][key] = rep["skipped"]
     return report
+
+
+# -- converted on the executors, while they decode ------------------------------------------
+
+@dataclass
+class Prepared:
+    """The typed step of a load, prepared before its files are decoded (:func:`prepare`):
+    every table's schema is done; ``fast`` are the tables whose changelog rows (and mirror
+    delta) the decode tasks convert and write themselves; the others are filled from
+    ``row_changes`` afterwards, as :func:`apply` does."""
+
+    jobs: list[_TableJob]
+    fast: dict[tuple[str, str], Any]  # (db, tbl) -> extract.TypedOut
+    stage_ddl: dict[tuple[str, str], str]  # the staged delta's schema, per fast table
+    stage_root: str | None
+
+
+def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], run_id: str,
+            seqs: list[int], stage_root: str | None) -> Prepared:
+    """Sync the layouts of the files about to be decoded (``tables_seen``: their TABLE
+    records, from the plan's survey), create or evolve every typed table, and say which
+    tables the decode tasks fill: all of them, except a table whose typed tables are new
+    while ``row_changes`` holds changes of it outside this run's files (it is built from
+    ``row_changes``, which has them all) and, when ``stage_root`` is None (no local staging
+    directory: the warehouse is not local), a table with a mirror."""
+    from .extract import TypedOut
+
+    if not tables_seen:
+        return Prepared([], {}, {}, stage_root)
+    jobs = _prepare_all(spark, settings, tables_seen, run_id, seqs)
+    full = [job for job in jobs if job.plan is not None and job.full]
+    older: set[tuple[str, str]] = set()
+    if full:
+        where = " OR ".join(f"(db = {lit(j.db)} AND tbl = {lit(j.tbl)})" for j in full)
+        older = {(r[0], r[1]) for r in spark.table(settings.table(ROW_CHANGES)).where(
+            f"source = {lit(settings.source)} AND NOT order_seq IN "
+            f"({', '.join(str(n) for n in seqs)}) AND ({where})").select(
+            "db", "tbl").distinct().collect()}
+    fast: dict[tuple[str, str], Any] = {}
+    ddls: dict[tuple[str, str], str] = {}
+    for job in jobs:
+        if job.plan is None or (job.db, job.tbl) in older:
+            continue
+        if job.pk_slots and stage_root is None:
+            continue
+        conv, ddl = _converter(job.layouts, job.named, job.slots_of, job.plan, None,
+                               job.pk_slots)
+        cl = job.rep["changelog"]
+        stage = (f"{stage_root.rstrip('/')}/{table_names(job.db, job.tbl)[0]}"
+                 if job.pk_slots and stage_root is not None else None)
+        fast[(job.db, job.tbl)] = TypedOut(job.db, job.tbl, cl, conv, stage, job.wm)
+        ddls[(job.db, job.tbl)] = ddl
+    return Prepared(jobs, fast, ddls, stage_root)
+
+
+def fill(spark: Any, settings: Settings, prepared: Prepared, stats: list[dict[str, Any]],
+         written: list[dict[str, Any]], commit: Any) -> dict[str, Any]:
+    """Fill the typed tables after the record tables are written: a fast table from what
+    the decode tasks gave (``stats``: their TYPED records, ``written``: the changelog data
+    files, both of the files that decoded cleanly; ``commit(table, written)`` adds data
+    files in one Iceberg commit), the others from ``row_changes``."""
+    def one(job: _TableJob) -> None:
+        spec = prepared.fast.get((job.db, job.tbl))
+        if spec is None:
+            _fill_table(spark, settings, job)
+            return
+        mine = [s for s in stats if s["table"] == spec.table]
+        files = [w for w in written if w["table"] == spec.table]
+        _fill_fast(spark, settings, job, spec, prepared.stage_ddl[(job.db, job.tbl)], mine,
+                   files, commit)
+
+    return _fill_all(spark, settings, prepared.jobs, one)
+
+
+def stage_columns(names: list[str]) -> list[str]:
+    """The staged delta's column names (positional: a source column name need not be one
+    Parquet readers take)."""
+    return [f"c{i}" for i in range(len(names))]
+
+
+def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: str,
+               stats: list[dict[str, Any]], files: list[dict[str, Any]], commit: Any) -> None:
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    assert job.plan is not None
+    total: dict[str, Any] = {
+        k: sum(int(s[k] or 0) for s in stats)
+        for k in ("cl", "delta", "todo", "no_layout", "no_names", "mismatch")}
+    total["partial"] = any(s["partial"] for s in stats)
+    blocked = [tuple(s["blocked"]) for s in stats if s["blocked"] is not None]
+    last = [tuple(s["last"]) for s in stats if s["last"] is not None]
+    total["blocked"] = min(blocked) if blocked else None
+    total["last"] = max(last) if last else None
+    staged = [s["staged"] for s in stats if s["staged"]]
+    conv = None
+    if staged:
+        struct = _parse_datatype_string(ddl)
+        assert isinstance(struct, StructType)
+        names = struct.names
+        pos = StructType([f.__class__(c, f.dataType, f.nullable)
+                          for c, f in zip(stage_columns(names), struct.fields)])
+        # pyarrow writes proleptic Gregorian dates: no rebase (year 1 stays year 1)
+        conv = spark.read.schema(pos).option("datetimeRebaseMode", "CORRECTED").option(
+            "int96RebaseMode", "CORRECTED").parquet(*staged).toDF(*names)
+    src = lit(settings.source)
+    seqs = job.seqs or []
+    cl_delete = f"_source = {src}" + ("" if job.full else
+                                     f" AND _order_seq IN ({', '.join(str(n) for n in seqs)})")
+    cl = job.rep["changelog"]
+
+    def write_changelog() -> None:
+        delete_where(spark, cl, cl_delete)
+        if files:
+            commit(cl, files)
+
+    mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
+    _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots, job.wm,
+          job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new)
 
 
 @dataclass
@@ -619,6 +765,7 @@ class _TableJob:
     full: bool = False
     wm: tuple[int, int, int] | None = None
     seqs: list[int] | None = None
+    mirror_new: bool = False  # the mirror was created by this run: it is empty
 
 
 def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
@@ -638,6 +785,9 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
     # Schema: plan on the changelog, then bring the mirror to the same typed columns.
     cl_exists = _exists(spark, cl)
     mirror_existed = _exists(spark, mirror)
+    # created but never written (the typed tables are created before the files are
+    # decoded, and that run may have been killed): built like new ones
+    cl_filled = cl_exists and _filled(spark, cl)
     existing = _typed_columns(spark, cl, CL_META) if cl_exists else []
     plan = plan_schema(existing, named)
     if not cl_exists:
@@ -652,7 +802,8 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
     pk_slots = [slots[c] for c in newest.pk] if newest.pk and all(
         c in slots for c in newest.pk) else []
     # Only the run's files' changes, unless a typed table is new (then all of row_changes).
-    full = seqs is None or not cl_exists or bool(pk_slots and not mirror_existed)
+    mirror_filled = mirror_existed and bool(pk_slots) and _filled(spark, mirror)
+    full = seqs is None or not cl_filled or bool(pk_slots and not mirror_filled)
     if pk_slots:
         rep["mirror"] = mirror
         if not mirror_existed:
@@ -672,7 +823,8 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
         if raw:
             s, p, i = (int(x) for x in raw.split(","))
             wm = (s, p, i)
-    return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs)
+    return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs,
+                     bool(pk_slots) and not mirror_filled)
 
 
 def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
@@ -703,7 +855,8 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         conv = _convert(cand, layouts, named, slots_of, plan, cand_seqs, pk_slots)
         conv = conv.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots, wm, rep)
+            _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots, wm, rep,
+                  mirror_new=job.mirror_new)
         finally:
             conv.unpersist()
     finally:
@@ -716,6 +869,13 @@ def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: di
     (:mod:`binlake.lake.typedconv`): ``_txn_id``, ``_op``, the order key, ``_commit_ts``,
     the layout group in force, the typed columns, ``_absent``, a mismatch flag and, for
     updates of a table with a key, the key's values before the change."""
+    conv, ddl = _converter(layouts, named, slots_of, plan, seqs, pk_slots)
+    return cand.mapInArrow(conv, ddl)
+
+
+def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, Any],
+               plan: Plan, seqs: set[int] | None, pk_slots: list[str]) -> tuple[Any, str]:
+    """The :class:`typedconv.Converter` of :func:`_convert` and its output schema (DDL)."""
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
 
@@ -770,12 +930,13 @@ def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: di
     assert isinstance(struct, StructType)
     conv = Converter(by_seq, conv_groups, list(plan.columns.items()), list(pk_slots),
                      to_arrow_schema(struct))
-    return cand.mapInArrow(conv, ddl)
+    return conv, ddl
 
 
 def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mirror: str,
           plan: Plan, pk_slots: list[str], wm: tuple[int, int, int] | None,
-          rep: dict[str, Any]) -> None:
+          rep: dict[str, Any], stats: dict[str, Any] | None = None,
+          write_changelog: Any = None, mirror_new: bool = False) -> None:
     """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
     mirror.  Tables are filled in threads, so their commits can meet on a SQLite catalog's
     lock: each write is retried then (:func:`retry_busy`), and is one that can run again
@@ -794,19 +955,8 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     new_cl = f"{INTERNAL}in_cl IS NULL AND {L} >= 0"
     delta = _after(wm) if pk_slots else "false"
     okey = "struct(_order_seq, _order_pos, _order_idx)"
-    stats = conv.agg(
-        F.sum(F.expr(f"CASE WHEN {new_cl} THEN 1 ELSE 0 END")).alias("cl"),
-        F.sum(F.expr(f"CASE WHEN {delta} THEN 1 ELSE 0 END")).alias("delta"),
-        F.sum(F.expr(f"CASE WHEN {delta} AND {L} >= 0 THEN 1 ELSE 0 END")).alias("todo"),
-        F.max(F.expr(f"{delta} AND {L} >= 0 AND _op = 'update' AND size(_absent) > 0"))
-        .alias("partial"),
-        F.min(F.expr(f"CASE WHEN {delta} AND {L} = {NO_LAYOUT} THEN {okey} END"))
-        .alias("blocked"),
-        F.max(F.expr(f"CASE WHEN {delta} THEN {okey} END")).alias("last"),
-        F.sum(F.expr(f"CASE WHEN {L} = {NO_LAYOUT} THEN 1 ELSE 0 END")).alias("no_layout"),
-        F.sum(F.expr(f"CASE WHEN {L} = {NO_NAMES} THEN 1 ELSE 0 END")).alias("no_names"),
-        F.sum(F.expr(f"CASE WHEN {INTERNAL}mismatch THEN 1 ELSE 0 END")).alias("mismatch"),
-    ).collect()[0]
+    if stats is None:
+        stats = _stats(conv, new_cl, delta, okey)
     step("convert")
     if stats["no_layout"]:
         rep["notes"].append(f"{stats['no_layout']} change(s) in files whose layouts are not "
@@ -820,6 +970,9 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     typed = list(plan.columns)
 
     def changelog() -> None:
+        if write_changelog is not None:
+            write_changelog()
+            return
         delete_where(spark, cl, cl_delete)
         if stats["cl"]:
             cols = [f.name for f in spark.table(cl).schema.fields]
@@ -847,7 +1000,8 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         n = stats["todo"]
     if n:
         retry_busy(lambda: _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"),
-                                         mirror, plan, pk_slots, bool(stats["partial"])))
+                                         mirror, plan, pk_slots, bool(stats["partial"]),
+                                         mirror_new))
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
@@ -857,11 +1011,33 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         step("watermark")
 
 
+def _stats(conv: Any, new_cl: str, delta: str, okey: str) -> dict[str, Any]:
+    """What :func:`_fill` needs to know of the converted candidates (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    L = f"{INTERNAL}layout"
+    return conv.agg(
+        F.sum(F.expr(f"CASE WHEN {new_cl} THEN 1 ELSE 0 END")).alias("cl"),
+        F.sum(F.expr(f"CASE WHEN {delta} THEN 1 ELSE 0 END")).alias("delta"),
+        F.sum(F.expr(f"CASE WHEN {delta} AND {L} >= 0 THEN 1 ELSE 0 END")).alias("todo"),
+        F.max(F.expr(f"{delta} AND {L} >= 0 AND _op = 'update' AND size(_absent) > 0"))
+        .alias("partial"),
+        F.min(F.expr(f"CASE WHEN {delta} AND {L} = {NO_LAYOUT} THEN {okey} END"))
+        .alias("blocked"),
+        F.max(F.expr(f"CASE WHEN {delta} THEN {okey} END")).alias("last"),
+        F.sum(F.expr(f"CASE WHEN {L} = {NO_LAYOUT} THEN 1 ELSE 0 END")).alias("no_layout"),
+        F.sum(F.expr(f"CASE WHEN {L} = {NO_NAMES} THEN 1 ELSE 0 END")).alias("no_names"),
+        F.sum(F.expr(f"CASE WHEN {INTERNAL}mismatch THEN 1 ELSE 0 END")).alias("mismatch"),
+    ).collect()[0].asDict()
+
+
 def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan: Plan,
-                  pk_slots: list[str], partial: bool) -> None:
+                  pk_slots: list[str], partial: bool, empty: bool = False) -> None:
     """Fold the delta per key (the latest change wins; with ``partial`` images, an update
     keeps the columns its image does not carry, also across several changes of one key) and
-    MERGE it into the mirror."""
+    MERGE it into the mirror.  Into a mirror created by this run (``empty``) the MERGE
+    would only insert: the folded rows that are not deletes are appended instead (after
+    deleting the source's rows: a retried append adds nothing twice)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -915,6 +1091,13 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     src = src.select(F.lit(settings.source).alias("_source"), "*",
                      *[F.col(ORD).getField(c).alias(c) for c in ORDER],
                      F.col(TS).alias("_commit_ts"))
+    ins = [*pk_slots, *others, "_source", *ORDER, "_commit_ts"]
+    if empty:
+        delete_where(spark, mirror, f"_source = {lit(settings.source)}")
+        names = [f.name for f in spark.table(mirror).schema.fields]
+        src.where(F.col(OP) != "delete").select(*[F.col(q(c)) for c in ins]).select(
+            *[F.col(q(c)) for c in names]).writeTo(mirror).append()
+        return
     view = f"{INTERNAL}mirror_src_{hashlib.sha1(mirror.encode()).hexdigest()[:12]}"
     src.createOrReplaceTempView(view)  # one view per table: tables run in threads
     on = " AND ".join(["t._source = s._source",
@@ -926,7 +1109,6 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     else:
         sets = [f"t.{q(c)} = s.{q(c)}" for c in others]
     sets += [f"t.{c} = s.{c}" for c in (*ORDER, "_commit_ts")]
-    ins = [*pk_slots, *others, "_source", *ORDER, "_commit_ts"]
     spark.sql(
         f"MERGE INTO {mirror} t USING {view} s ON {on} "
         f"WHEN MATCHED AND s.{OP} = 'delete' AND {newer} THEN DELETE "
