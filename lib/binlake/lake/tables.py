@@ -76,11 +76,22 @@ def ensure_tables(spark: Any, settings: Settings) -> None:
                   f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ({TBLPROPERTIES})")
 
 
+def has_snapshots(spark: Any, table: str) -> bool:
+    """The Iceberg table has a snapshot on some branch (it was ever written), read from the
+    catalog without a Spark job."""
+    spark.sql(f"REFRESH TABLE {table}")
+    jt = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, table)
+    return bool(jt.snapshots().iterator().hasNext())
+
+
 def delete_where(spark: Any, table: str, condition: str) -> bool:
     """DELETE the rows matching ``condition``, only if there are any: a DELETE that matches
     nothing would still commit an (empty) snapshot into the table's history.  Usually cheap:
-    the files' column statistics rule most of them out without reading them."""
-    if not spark.table(table).where(condition).limit(1).count():
+    the files' column statistics rule most of them out without reading them; a table never
+    written (no snapshot) is not read at all."""
+    if not has_snapshots(spark, table) or not spark.table(table).where(condition).limit(
+            1).count():
         return False
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
     return True

@@ -174,7 +174,7 @@ from ..config import Settings
 from ..constants import ColumnType as T
 from ..rowcodec import column_codec
 from ..tablemap import Column, _resolve_meta, type_name
-from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, retry_busy
+from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots, retry_busy
 
 LAYOUTS = "typed_layouts"
 CHANGELOG_PREFIX = "changelog__"
@@ -426,10 +426,7 @@ def _exists(spark: Any, table: str) -> bool:
 def _filled(spark: Any, table: str) -> bool:
     """The table has a snapshot (on any branch): some load has written it.  A table the
     plan created for a run that was then killed has none, and is built like a new one."""
-    spark.sql(f"REFRESH TABLE {table}")
-    jt = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, table)
-    return bool(jt.snapshots().iterator().hasNext())
+    return has_snapshots(spark, table)
 
 
 def _typed_columns(spark: Any, table: str, meta: tuple[tuple[str, str], ...]
@@ -535,7 +532,7 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
     where = f"source = {lit(settings.source)} AND (" + " OR ".join(
         f"(db = {lit(d)} AND tbl = {lit(t)})" for d, t in keys) + ")"
     points = {(r[0], r[1], r[2], r[3]): r[4] for r in spark.table(table).where(where).select(
-        "db", "tbl", "seq", "pos", "layout").collect()}
+        "db", "tbl", "seq", "pos", "layout").collect()} if has_snapshots(spark, table) else {}
     defs: dict[str, dict[str, Any]] = {}
     new = {}
     for r in tables_seen:
