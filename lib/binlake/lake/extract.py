@@ -587,7 +587,8 @@ class DataSink:
             pc.equal(conv.column("_op"), "update"),
             pc.greater(pc.fill_null(pc.list_value_length(conv.column("_absent")), 0), 0)))) > 0
         n_delta = count(delta) if spec.stage is not None else 0
-        blocked_rows = okeys(pc.and_(delta, pc.equal(layout, NO_LAYOUT)))             if spec.stage is not None else []
+        blocked_rows = (okeys(pc.and_(delta, pc.equal(layout, NO_LAYOUT)))
+                        if spec.stage is not None else [])
         last_rows = okeys(delta) if n_delta else []
         stats: dict[str, Any] = {
             "table": spec.table, "db": spec.db, "tbl": spec.tbl, "file": file,
