@@ -125,7 +125,7 @@ def spark(spark_lake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         typed = None
     with pytest.MonkeyPatch.context() as mp:
         if typed is not None:
-            mp.setattr(typed, "prepare", lambda *a, **k: typed.Prepared([], {}, {}, None))
+            mp.setattr(typed, "prepare", lambda *a, **k: typed.Prepared([], {}, {}))
         yield spark_lake
     print("\ntest_lake_job timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in TIMINGS.items()))
 

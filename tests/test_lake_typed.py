@@ -443,6 +443,23 @@ def _load(spark: Any, settings: Any, files: list[str], reports: list[dict[str, A
     return s
 
 
+def _killed_before_typed_fill(spark: Any, settings: Any, files: list[str]) -> None:
+    """A load of ``files`` killed after the record tables are written and before the typed
+    tables are filled (the job raises there)."""
+    from binlake.lake.job import run_load
+
+    def killed(*a: Any, **k: Any) -> None:
+        raise RuntimeError("killed")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(typed, "fill", killed)
+    try:
+        with pytest.raises(RuntimeError, match="killed"):
+            run_load(spark, settings, files)
+    finally:
+        mp.undo()
+
+
 @pytest.fixture(scope="module")
 def lake(spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
          ) -> dict[str, Any]:
@@ -629,18 +646,7 @@ def test_killed_run_rerun_completes(spark: Any, lake: dict[str, Any], world: dic
     assert len(evolved) == 2 * 4, evolved  # a, d widened; b__v2, c added; in both tables
     assert sum("ALTER COLUMN `a` TYPE bigint" in e for e in evolved) == 2
 
-    def killed(*a: Any, **k: Any) -> None:
-        raise RuntimeError("killed")
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(typed, "fill", killed)
-    try:
-        from binlake.lake.job import run_load
-
-        with pytest.raises(RuntimeError, match="killed"):
-            run_load(spark, settings, files[2:])
-    finally:
-        mp.undo()
+    _killed_before_typed_fill(spark, settings, files[2:])
     _load(spark, settings, files[2:], reports)
     TIMINGS["lake b: 4 runs"] = time.monotonic() - t0
     assert _typed_tables(spark, settings) == lake["tables"]
@@ -658,7 +664,6 @@ def test_tables_created_by_a_killed_run_are_built_whole(
     plan created them again, empty); then files 2..4 again.  The rerun must build the typed
     tables from all of ``row_changes`` (file 1 included), not only from its own files: the
     same tables as the one-run lake."""
-    from binlake.lake.job import run_load
     from binlake.lake.spark import build_session
 
     settings = _settings(tmp_path_factory.mktemp("typed-lake-c"), "typed_c")
@@ -669,16 +674,7 @@ def test_tables_created_by_a_killed_run_are_built_whole(
         spark.sql(f"DROP TABLE {settings.table(name)}")
     assert _typed_tables(spark, settings) == {}
 
-    def killed(*a: Any, **k: Any) -> None:
-        raise RuntimeError("killed")
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(typed, "fill", killed)
-    try:
-        with pytest.raises(RuntimeError, match="killed"):
-            run_load(spark, settings, files[1:])
-    finally:
-        mp.undo()
+    _killed_before_typed_fill(spark, settings, files[1:])
     assert all(not rows for rows in _typed_tables(spark, settings).values())  # created, empty
     _load(spark, settings, files[1:], [])
     got = _typed_tables(spark, settings)

@@ -20,16 +20,17 @@ from ..constants import EventType as E
 from ..errors import BinlogError, TruncatedError
 from ..reader import BinlogReader
 from ..render import _default as _render_default
+from ..txn.boundary import query_keyword
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
+from .typedconv import NO_LAYOUT, NO_NAMES
 
 # record kinds
 CHANGE = "change"
 TXN = "txn"
 XA_PREPARE = "xa_prepare"  # a prepare group: metadata + its changes as a JSON state
 XA_END = "xa_end"  # an XA COMMIT / ROLLBACK group (marker)
-TABLE = "table"  # a table layout seen in a Table_map (the plan's survey: survey_scan)
 FINDING = "finding"
 RANGE = "range"  # per-range summary (events, timestamps, GTIDs, errors)
 STATEMENT = "statement"  # an Annotate_rows / Rows_query text, once (file, pos)
@@ -140,22 +141,25 @@ def ddl_events(uri: str) -> list[DdlEvent]:
     """The DDL statements of a file, in order: only its Query events are decoded (row events
     are not).  A damaged file gives those before the damage (the decode of its ranges
     reports it).  Runs wherever the file is read (an executor, in the load job)."""
-    from ..txn.boundary import query_keyword
-
     out: list[DdlEvent] = []
     try:
         for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED},
                                verify_checksums=False):
-            q = ev.data.get("query")
-            if q and query_keyword(q) in DDL_WORDS:
-                out.append((ev.pos, ev.data.get("db") or None, q))
+            _note_ddl(out, ev)
     except BinlogError:
         pass
     return out
 
 
+def _note_ddl(out: list[DdlEvent], ev: Any) -> None:
+    """Append ``ev`` to ``out`` when it is a Query event carrying a DDL statement."""
+    q = ev.data.get("query")
+    if q and query_keyword(q) in DDL_WORDS:
+        out.append((ev.pos, ev.data.get("db") or None, q))
+
+
 def layout_record(tm: Any, seq: int, pos: int) -> dict[str, Any]:
-    """A TABLE record: the layout of a Table_map (columns, primary key, names or not) and
+    """A layout record: the layout of a Table_map (columns, primary key, names or not) and
     where it was seen."""
     names = tm.column_names
     return {"db": tm.db, "tbl": tm.table, "columns": [c.describe() for c in tm.columns],
@@ -165,13 +169,11 @@ def layout_record(tm: Any, seq: int, pos: int) -> dict[str, Any]:
 
 def survey_scan(uri: str, seq: int) -> tuple[list[DdlEvent], list[dict[str, Any]]]:
     """One pass over a file for the driver's plan: its DDL statements (as
-    :func:`ddl_events`) and its table layouts (a TABLE record, :func:`layout_record`, for the
+    :func:`ddl_events`) and its table layouts (:func:`layout_record`, for the
     first Table_map of each table and whenever the table's layout changes).  Only Query and
     Table_map events are decoded (Table_maps from a cache: the server logs the same one in
     every transaction), and compressed transactions are opened for their Table_maps.  A
     damaged file gives what comes before the damage (its decode reports it)."""
-    from ..txn.boundary import query_keyword
-
     ddl: list[DdlEvent] = []
     layouts: list[dict[str, Any]] = []
     last: dict[tuple[str, str], Any] = {}  # (db, table) -> (TableMap, layout key)
@@ -193,9 +195,7 @@ def survey_scan(uri: str, seq: int) -> tuple[list[DdlEvent], list[dict[str, Any]
                     layouts.append(layout_record(tm, seq, ev.pos))
                 last[key] = (tm, layout)
             elif t in (E.QUERY, E.QUERY_COMPRESSED):
-                q = ev.data.get("query")
-                if q and query_keyword(q) in DDL_WORDS:
-                    ddl.append((ev.pos, ev.data.get("db") or None, q))
+                _note_ddl(ddl, ev)
     except BinlogError:
         pass
     return ddl, layouts
@@ -426,8 +426,12 @@ class TableOut:
 
 
 TYPED = "typed"  # what one range gave one typed table (counts, order keys, staged delta)
-NO_LAYOUT = -1  # (typed.NO_LAYOUT) the row's file has no recorded layout
-NO_NAMES = -2  # (typed.NO_NAMES) the layout in force does not name the columns
+
+
+def stage_columns(names: list[str]) -> list[str]:
+    """The staged delta's column names: positional (a source column name need not be one
+    Parquet readers take); the reader renames them back."""
+    return [f"c{i}" for i in range(len(names))]
 
 
 @dataclass(frozen=True)
@@ -616,8 +620,7 @@ class DataSink:
             fs, base = data_filesystem(spec.stage)
             path = f"{base.rstrip('/')}/{_safe(tag)}.parquet"
             staged = conv.filter(delta)
-            # positional column names (typed.stage_columns): any source name is safe
-            staged = staged.rename_columns([f"c{i}" for i in range(staged.num_columns)])
+            staged = staged.rename_columns(stage_columns(staged.column_names))
             pq.write_table(staged, path, filesystem=fs, compression="lz4")
             stats["staged"] = path
         out.append((TYPED, stats))

@@ -328,7 +328,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     prepared = typed.prepare(spark, settings, layouts_seen, run_id, seqs, stage_root)
     phase("typed_prepare")
     try:
-        _decode_and_write(spark, settings, run_id, summary, files, everything, tasks, seqs,
+        _decode_and_write(spark, settings, run_id, summary, files, tasks, seqs,
                           failed, hashes, n_ranges, prepared, phase)
     finally:
         if stage_root is not None:
@@ -355,8 +355,7 @@ def _stage_root(settings: Settings, run_id: str) -> str | None:
 
 
 def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
-                      files: list[BinlogFile], everything: list[BinlogFile],
-                      tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
+                      files: list[BinlogFile], tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
                       hashes: dict[str, tuple[str, int, str | None]],
                       n_ranges: dict[str, int], prepared: Any, phase: Any) -> None:
     from . import typed

@@ -175,6 +175,7 @@ from ..constants import ColumnType as T
 from ..rowcodec import column_codec
 from ..tablemap import Column, _resolve_meta, type_name
 from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots, retry_busy
+from .typedconv import NO_LAYOUT, NO_NAMES
 
 LAYOUTS = "typed_layouts"
 CHANGELOG_PREFIX = "changelog__"
@@ -196,8 +197,6 @@ MIRROR_META: tuple[tuple[str, str], ...] = (
     ("_order_idx", "int"), ("_commit_ts", "timestamp"))
 RESERVED = frozenset(n for n, _ in CL_META)
 INTERNAL = "__bl_"
-NO_LAYOUT = -1  # the row's file has no recorded layout (yet)
-NO_NAMES = -2  # the layout in force does not name the columns
 
 # -- names ---------------------------------------------------------------------------------
 
@@ -423,12 +422,6 @@ def _exists(spark: Any, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
-def _filled(spark: Any, table: str) -> bool:
-    """The table has a snapshot (on any branch): some load has written it.  A table the
-    plan created for a run that was then killed has none, and is built like a new one."""
-    return has_snapshots(spark, table)
-
-
 def _typed_columns(spark: Any, table: str, meta: tuple[tuple[str, str], ...]
                    ) -> list[tuple[str, str]]:
     names = {n for n, _ in meta}
@@ -640,7 +633,6 @@ class Prepared:
     jobs: list[_TableJob]
     fast: dict[tuple[str, str], Any]  # (db, tbl) -> extract.TypedOut
     stage_ddl: dict[tuple[str, str], str]  # the staged delta's schema, per fast table
-    stage_root: str | None
 
 
 def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], run_id: str,
@@ -654,7 +646,7 @@ def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], r
     from .extract import TypedOut
 
     if not tables_seen:
-        return Prepared([], {}, {}, stage_root)
+        return Prepared([], {}, {})
     jobs = _prepare_all(spark, settings, tables_seen, run_id, seqs)
     full = [job for job in jobs if job.plan is not None and job.full]
     older: set[tuple[str, str]] = set()
@@ -678,7 +670,7 @@ def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], r
                  if job.pk_slots and stage_root is not None else None)
         fast[(job.db, job.tbl)] = TypedOut(job.db, job.tbl, cl, conv, stage, job.wm)
         ddls[(job.db, job.tbl)] = ddl
-    return Prepared(jobs, fast, ddls, stage_root)
+    return Prepared(jobs, fast, ddls)
 
 
 def fill(spark: Any, settings: Settings, prepared: Prepared, stats: list[dict[str, Any]],
@@ -700,15 +692,11 @@ def fill(spark: Any, settings: Settings, prepared: Prepared, stats: list[dict[st
     return _fill_all(spark, settings, prepared.jobs, one)
 
 
-def stage_columns(names: list[str]) -> list[str]:
-    """The staged delta's column names (positional: a source column name need not be one
-    Parquet readers take)."""
-    return [f"c{i}" for i in range(len(names))]
-
-
 def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: str,
                stats: list[dict[str, Any]], files: list[dict[str, Any]], commit: Any) -> None:
     from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from .extract import stage_columns
 
     assert job.plan is not None
     total: dict[str, Any] = {
@@ -782,9 +770,9 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
     # Schema: plan on the changelog, then bring the mirror to the same typed columns.
     cl_exists = _exists(spark, cl)
     mirror_existed = _exists(spark, mirror)
-    # created but never written (the typed tables are created before the files are
-    # decoded, and that run may have been killed): built like new ones
-    cl_filled = cl_exists and _filled(spark, cl)
+    # created but never written (no snapshot: the typed tables are created before the files
+    # are decoded, and that run may have been killed): built like new ones
+    cl_filled = cl_exists and has_snapshots(spark, cl)
     existing = _typed_columns(spark, cl, CL_META) if cl_exists else []
     plan = plan_schema(existing, named)
     if not cl_exists:
@@ -799,7 +787,7 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
     pk_slots = [slots[c] for c in newest.pk] if newest.pk and all(
         c in slots for c in newest.pk) else []
     # Only the run's files' changes, unless a typed table is new (then all of row_changes).
-    mirror_filled = mirror_existed and bool(pk_slots) and _filled(spark, mirror)
+    mirror_filled = mirror_existed and bool(pk_slots) and has_snapshots(spark, mirror)
     full = seqs is None or not cl_filled or bool(pk_slots and not mirror_filled)
     if pk_slots:
         rep["mirror"] = mirror

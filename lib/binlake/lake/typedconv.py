@@ -40,9 +40,9 @@ import orjson
 
 from ..txn.files import sequence_of
 
-# layout ids (typed.NO_LAYOUT / typed.NO_NAMES)
-NO_LAYOUT = -1
-NO_NAMES = -2
+# layout ids of a converted row besides a group id
+NO_LAYOUT = -1  # the row's file has no recorded layout (yet)
+NO_NAMES = -2  # the layout in force does not name the columns
 
 _DEC = re.compile(r"^decimal\((\d+),(\d+)\)$")
 _INT_RANGE = {"int": (-(1 << 31), (1 << 31) - 1), "bigint": (-(1 << 63), (1 << 63) - 1)}
