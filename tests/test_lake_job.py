@@ -1128,6 +1128,39 @@ def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
     assert {r["source"] for r in read_table(spark, corpus_lake, "row_changes")} <= set(MYSQL8)
 
 
+def test_survey_layouts_cover_every_table_map() -> None:
+    """The plan's survey finds the layout of every table a Table_map names, also inside
+    MySQL 8 compressed transactions (where every Table_map of those files is): the first
+    layout of each table at the position of its first Table_map, with the columns the full
+    decoder gives there.  Without them the typed changelogs would miss those tables."""
+    require_corpus()
+    from binlake.constants import EventType as E
+    from binlake.lake.extract import layout_record, survey_scan
+    from binlake.reader import BinlogReader
+    from binlake.txn.files import binlog_file
+
+    payload_maps = 0
+    for paths in MYSQL8.values():
+        for p in paths:
+            path = CORPUS / p
+            for f in sorted(path.iterdir()) if path.is_dir() else [path]:
+                if f.name.endswith(".index"):
+                    continue
+                seq = binlog_file(str(f)).seq
+                first: dict[tuple[str, str], dict[str, Any]] = {}
+                for ev in BinlogReader(str(f)):
+                    tm = ev.data.get("_table_map") if ev.type_code == E.TABLE_MAP else None
+                    if tm is not None:
+                        payload_maps += ev.payload_index is not None
+                        first.setdefault((tm.db, tm.table), layout_record(tm, seq, ev.pos))
+                _, layouts = survey_scan(str(f), seq)
+                got: dict[tuple[str, str], dict[str, Any]] = {}
+                for lay in layouts:
+                    got.setdefault((lay["db"], lay["tbl"]), lay)
+                assert got == first, f
+    assert payload_maps > 0  # some Table_maps were inside compressed transactions
+
+
 def test_mysql8_features_present() -> None:
     """The corpus files above really exercise what they are here for."""
     require_corpus()
