@@ -556,6 +556,12 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
         assert spark.table(cl).select("_source", "_order_seq", "_order_pos", "_order_idx") \
             .distinct().count() == n
     assert rep["tables"][f"{DB}.nopk"]["mirror"] is None
+    # a first load: every mirror's delta was folded by an executor task (extract.fold_mirror)
+    # and appended, but the one with MINIMAL/NOBLOB images (a column an image lacks keeps
+    # its value: Spark's fold)
+    folds = {k: t.get("mirror_fold") for k, t in rep["tables"].items() if t["mirror_rows"]}
+    assert folds == {f"{DB}.{t}": "spark" if t == "images" else "executor"
+                     for t in MIRRORED}, folds
     assert not spark.catalog.tableExists(settings.table(f"mirror__{DB}__nopk"))
     assert not rep["skipped"]
     # no-PK: the changelog replays to the server's multiset of rows
@@ -645,6 +651,10 @@ def test_killed_run_rerun_completes(spark: Any, lake: dict[str, Any], world: dic
     evolved = reports[1]["tables"][f"{DB}.evo"]["evolved"]
     assert len(evolved) == 2 * 4, evolved  # a, d widened; b__v2, c added; in both tables
     assert sum("ALTER COLUMN `a` TYPE bigint" in e for e in evolved) == 2
+    # file 2 into existing mirrors: deltas folded by an executor task, then MERGEd
+    folds = {k: t.get("mirror_fold") for k, t in reports[1]["tables"].items()
+             if t["mirror_rows"] and k != f"{DB}.images"}
+    assert folds and set(folds.values()) == {"executor"}, folds
 
     _killed_before_typed_fill(spark, settings, files[2:])
     _load(spark, settings, files[2:], reports)

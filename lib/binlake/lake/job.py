@@ -465,7 +465,8 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         summary.typed = typed.fill(
             spark, settings, prepared, typed_stats,
             [w for w in to_add if w["table"] not in RECORD_TABLES],
-            lambda table, written: add_data_files(spark, settings, table, written, run_id))
+            lambda table, written: add_data_files(spark, settings, table, written, run_id),
+            run_id)
 
     phase("typed")
     # Files last: a file's row says "loaded" only once its data is in.
@@ -492,26 +493,32 @@ def _data_sink(spark: Any, settings: Settings, run_id: str,
     names: the typed changelogs), the Arrow schemas they write (Iceberg field ids included)
     and the partition fields.  Read through Spark's own catalog, so every catalog type
     Spark is configured for works."""
+    out = {table: table_out(spark, table if table in more else settings.table(table))
+           for table in (*RECORD_TABLES, *more)}
+    return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
+                      attempt=uuid.uuid4().hex[:8])
+
+
+def table_out(spark: Any, name: str) -> X.TableOut:
+    """Where and how executors write data files of table ``name`` (a full name): its data
+    directory, as the catalog knows it, its Arrow schema (Iceberg field ids included) and
+    its partition fields."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
     from pyiceberg.schema import Schema
 
-    out = {}
-    for table in (*RECORD_TABLES, *more):
-        jtable = _java_table(spark, table if table in more else settings.table(table))
-        jschema = jtable.schema()
-        schema = Schema.model_validate_json(
-            spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
-        partition = []
-        for pf in jtable.spec().fields():
-            transform = pf.transform().toString()
-            if transform not in ("identity", "day"):
-                raise ValueError(f"{settings.table(table)}: partition transform {transform} "
-                                 "is not one binlake writes")
-            partition.append((jschema.findColumnName(pf.sourceId()), transform))
-        location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
-        out[table] = X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
-    return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
-                      attempt=uuid.uuid4().hex[:8])
+    jtable = _java_table(spark, name)
+    jschema = jtable.schema()
+    schema = Schema.model_validate_json(
+        spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
+    partition = []
+    for pf in jtable.spec().fields():
+        transform = pf.transform().toString()
+        if transform not in ("identity", "day"):
+            raise ValueError(f"{name}: partition transform {transform} "
+                             "is not one binlake writes")
+        partition.append((jschema.findColumnName(pf.sourceId()), transform))
+    location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
+    return X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
 
 
 def _java_table(spark: Any, name: str) -> Any:

@@ -165,7 +165,8 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -674,7 +675,7 @@ def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], r
 
 
 def fill(spark: Any, settings: Settings, prepared: Prepared, stats: list[dict[str, Any]],
-         written: list[dict[str, Any]], commit: Any) -> dict[str, Any]:
+         written: list[dict[str, Any]], commit: Any, run_id: str) -> dict[str, Any]:
     """Fill the typed tables after the record tables are written: a fast table from what
     the decode tasks gave (``stats``: their TYPED records, ``written``: the changelog data
     files, both of the files that decoded cleanly; ``commit(table, written)`` adds data
@@ -687,16 +688,17 @@ def fill(spark: Any, settings: Settings, prepared: Prepared, stats: list[dict[st
         mine = [s for s in stats if s["table"] == spec.table]
         files = [w for w in written if w["table"] == spec.table]
         _fill_fast(spark, settings, job, spec, prepared.stage_ddl[(job.db, job.tbl)], mine,
-                   files, commit)
+                   files, commit, run_id)
 
     return _fill_all(spark, settings, prepared.jobs, one)
 
 
 def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: str,
-               stats: list[dict[str, Any]], files: list[dict[str, Any]], commit: Any) -> None:
+               stats: list[dict[str, Any]], files: list[dict[str, Any]], commit: Any,
+               run_id: str) -> None:
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .extract import stage_columns
+    from .extract import FOLD_MAX_ROWS, stage_columns
 
     assert job.plan is not None
     total: dict[str, Any] = {
@@ -709,9 +711,9 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
     total["last"] = max(last) if last else None
     staged = [s["staged"] for s in stats if s["staged"]]
     conv = None
+    struct = _parse_datatype_string(ddl)
+    assert isinstance(struct, StructType)
     if staged:
-        struct = _parse_datatype_string(ddl)
-        assert isinstance(struct, StructType)
         names = struct.names
         pos = StructType([f.__class__(c, f.dataType, f.nullable)
                           for c, f in zip(stage_columns(names), struct.fields)])
@@ -730,8 +732,58 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
             commit(cl, files)
 
     mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
+    fold = None
+    if staged and not total["partial"] and total["todo"] <= FOLD_MAX_ROWS:
+        def fold(blocked: tuple[int, int, int] | None) -> None:
+            assert job.plan is not None and spec.stage is not None
+            _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct, blocked,
+                       commit, run_id)
     _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots, job.wm,
-          job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new)
+          job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new,
+          fold=fold)
+
+
+def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
+               staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
+               commit: Any, run_id: str) -> None:
+    """Apply a table's staged delta to its mirror, folded by one executor task
+    (:func:`extract.fold_mirror`: Arrow in memory, the delta having at most
+    ``FOLD_MAX_ROWS`` rows) rather than by Spark's window and sort.  A mirror created by
+    this run (empty, not partitioned) gets the folded rows as data files, in one commit
+    after its source's rows are deleted (a retry adds nothing twice); an existing one
+    MERGEs the folded delta."""
+    from pyspark.sql.types import StructType
+
+    from .extract import DataSink, FoldSpec, fold_mirror, stage_columns
+    from .job import table_out
+
+    assert job.plan is not None
+    pk = tuple(job.pk_slots)
+    spec = FoldSpec(tuple(staged), tuple(struct.names), pk,
+                    tuple(f"{INTERNAL}old{i}" for i in range(len(pk))),
+                    tuple(job.plan.columns), blocked)
+    sc = spark.sparkContext
+    if job.mirror_new:
+        out = table_out(spark, mirror)
+        if not out.partition:
+            sink = DataSink({mirror: out}, settings.source, run_id, settings.s3_endpoint_url,
+                            attempt=uuid.uuid4().hex[:8])
+            spec = replace(spec, sink=sink, mirror=mirror)
+            written = sc.parallelize([spec], 1).flatMap(fold_mirror).collect()
+            delete_where(spark, mirror, f"_source = {lit(settings.source)}")
+            if written:
+                commit(mirror, written)
+            return
+    path = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}.parquet"
+    sc.parallelize([replace(spec, out=path)], 1).flatMap(fold_mirror).collect()
+    names = [*job.plan.columns, "_op", *ORDER, "_commit_ts"]
+    fields = {f.name: f for f in struct.fields}
+    pos = StructType([fields[n].__class__(c, fields[n].dataType, fields[n].nullable)
+                      for c, n in zip(stage_columns(names), names)])
+    folded = spark.read.schema(pos).option("datetimeRebaseMode", "CORRECTED").option(
+        "int96RebaseMode", "CORRECTED").parquet(path).toDF(*names)
+    _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
+                  job.mirror_new, folded=True)
 
 
 @dataclass
@@ -921,11 +973,13 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
 def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mirror: str,
           plan: Plan, pk_slots: list[str], wm: tuple[int, int, int] | None,
           rep: dict[str, Any], stats: dict[str, Any] | None = None,
-          write_changelog: Any = None, mirror_new: bool = False) -> None:
+          write_changelog: Any = None, mirror_new: bool = False, fold: Any = None) -> None:
     """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
     mirror.  Tables are filled in threads, so their commits can meet on a SQLite catalog's
     lock: each write is retried then (:func:`retry_busy`), and is one that can run again
-    (the changelog's delete and append together; the MERGE's order guard; a property)."""
+    (the changelog's delete and append together; the MERGE's order guard; a property).
+    ``fold(blocked)``, when given, applies the delta to the mirror in place of
+    :func:`_merge_mirror` (see :func:`_fold_fast`)."""
     from pyspark.sql import functions as F
 
     t0 = time.time()
@@ -983,7 +1037,12 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         ).collect()[0]
     else:
         n = stats["todo"]
-    if n:
+    if n and fold is not None:
+        blocked = tuple(stats["blocked"]) if stats["blocked"] is not None else None
+        retry_busy(lambda: fold(blocked))
+        rep["mirror_fold"] = "executor"
+    elif n:
+        rep["mirror_fold"] = "spark"
         retry_busy(lambda: _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"),
                                          mirror, plan, pk_slots, bool(stats["partial"]),
                                          mirror_new))
@@ -1017,12 +1076,15 @@ def _stats(conv: Any, new_cl: str, delta: str, okey: str) -> dict[str, Any]:
 
 
 def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan: Plan,
-                  pk_slots: list[str], partial: bool, empty: bool = False) -> None:
+                  pk_slots: list[str], partial: bool, empty: bool = False,
+                  folded: bool = False) -> None:
     """Fold the delta per key (the latest change wins; with ``partial`` images, an update
     keeps the columns its image does not carry, also across several changes of one key) and
     MERGE it into the mirror.  Into a mirror created by this run (``empty``) the MERGE
     would only insert: the folded rows that are not deletes are appended instead (after
-    deleting the source's rows: a retried append adds nothing twice)."""
+    deleting the source's rows: a retried append adds nothing twice).  A ``folded`` delta is
+    one already folded (:func:`extract.fold_delta`: the typed columns, ``_op``, the order
+    columns and ``_commit_ts``, one row per key)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -1031,6 +1093,13 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     OP, ORD, TS, KEEP, LAST = (f"{INTERNAL}{x}" for x in ("op", "ord", "ts", "keep", "last"))
     olds = [f"{INTERNAL}old{i}" for i in range(len(pk_slots))]
     kfs = [f"{INTERNAL}kf{i}" for i in range(len(others))]
+    if folded:
+        src = delta.select(*[F.col(q(c)) for c in typed], F.col("_op").alias(OP),
+                           F.struct(*[F.col(c) for c in ORDER]).alias(ORD),
+                           F.col("_commit_ts").alias(TS), *[F.lit(False).alias(k) for k in kfs])
+        _apply_mirror(spark, settings, src, mirror, pk_slots, others, kfs, OP, ORD, TS,
+                      partial, empty)
+        return
     base = delta.select(
         F.col("_op").alias(OP), F.struct(*[F.col(c) for c in ORDER]).alias(ORD),
         F.col("_commit_ts").alias(TS), *[F.col(q(c)) for c in typed],
@@ -1073,6 +1142,17 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
         cols = [*typed, OP, ORD, TS, *kfs]
         src = ups.select(*[F.col(q(c)) for c in cols]).unionByName(
             dels.select(*[F.col(q(c)) for c in cols]))
+    _apply_mirror(spark, settings, src, mirror, pk_slots, others, kfs, OP, ORD, TS, partial,
+                  empty)
+
+
+def _apply_mirror(spark: Any, settings: Settings, src: Any, mirror: str, pk_slots: list[str],
+                  others: list[str], kfs: list[str], OP: str, ORD: str, TS: str,
+                  partial: bool, empty: bool) -> None:
+    """The folded changes ``src`` (one per key) into the mirror: appended when it is
+    ``empty``, MERGEd otherwise (see :func:`_merge_mirror`)."""
+    from pyspark.sql import functions as F
+
     src = src.select(F.lit(settings.source).alias("_source"), "*",
                      *[F.col(ORD).getField(c).alias(c) for c in ORDER],
                      F.col(TS).alias("_commit_ts"))
