@@ -1338,3 +1338,19 @@ def test_engine_known_from_a_skipped_earlier_file(spark: Any, tmp_path_factory: 
     got = [r for r in read_table(spark, settings, "transactions")
            if r["end_file"] == second.name and r["status"] == "rolled_back"]
     assert len(got) == 1 and got[0]["nontransactional"] is True, got
+
+
+@pytest.mark.spark
+def test_driver_jvm_runs_with_the_configured_options(spark: Any) -> None:
+    """The session binlake starts passes ``spark_driver_java_options`` (default: C1 only) to
+    the driver JVM, next to the SQLite JNI path; the JVM really runs with them."""
+    from binlake.config import Settings
+
+    want = Settings().spark_driver_java_options.split()
+    assert want == ["-XX:TieredStopAtLevel=1"]
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                .getInputArguments())
+    for opt in want:
+        assert opt in args, args
+    conf = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
+    assert "-XX:TieredStopAtLevel=1" in conf

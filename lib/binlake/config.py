@@ -46,6 +46,10 @@ class Settings:
     spark_packages: str = ""  # spark.jars.packages (online installs), instead of spark_jars
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_driver_memory: str = "4g"  # local mode: the driver JVM is the executor too
+    # JVM options of the driver binlake starts (local mode: the executor too).  C1 only: the
+    # C2 compiler's threads take CPU from the decode tasks on a small machine, and a load's
+    # JVM work is short (catalog calls, commits, small jobs).  Empty: the JVM's defaults.
+    spark_driver_java_options: str = "-XX:TieredStopAtLevel=1"
     split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
     typed_parallelism: int = 2  # source tables whose typed tables are filled at once
     # The source server the files come from (a label; one lake holds several sources)

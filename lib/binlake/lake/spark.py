@@ -131,10 +131,12 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
     if settings.spark_packages:
         b = b.config("spark.jars.packages", settings.spark_packages)
     jni = next((d for d in SQLITE_JNI_DIRS if os.path.isdir(d)), None)
-    if jni:
-        opt = f"-Djava.library.path={jni}"
-        b = b.config("spark.driver.extraJavaOptions", opt).config(
-            "spark.executor.extraJavaOptions", opt)
+    lib = f"-Djava.library.path={jni}" if jni else ""
+    driver_opts = " ".join(o for o in (lib, settings.spark_driver_java_options.strip()) if o)
+    if driver_opts:
+        b = b.config("spark.driver.extraJavaOptions", driver_opts)
+    if lib:
+        b = b.config("spark.executor.extraJavaOptions", lib)
     if settings.s3_endpoint_url:
         b = b.config("spark.executorEnv.BINLAKE_S3_ENDPOINT_URL", settings.s3_endpoint_url)
     for k, v in catalog_conf(settings).items():
