@@ -543,17 +543,27 @@ def add_data_files(spark: Any, settings: Settings, table: str,
     spec = jtable.spec()
     metrics_config = ice.MetricsConfig.forTable(jtable)
     io = jtable.io()
-    append = jtable.newAppend()
-    for w in written:
+    # (Java classes looked up once: every lookup is a round trip to the JVM)
+    file_metrics, partition_data = ice.parquet.ParquetUtil.fileMetrics, ice.PartitionData
+    builder, parquet = ice.DataFiles.builder, ice.FileFormat.PARQUET
+    ptype = spec.partitionType()
+
+    def data_file(w: dict[str, Any]) -> Any:
         inp = io.newInputFile(w["path"])
-        metrics = ice.parquet.ParquetUtil.fileMetrics(inp, metrics_config)
-        part = ice.PartitionData(spec.partitionType())
+        part = partition_data(ptype)
         for i, v in enumerate(w["partition"]):
             part.set(i, v)
-        append.appendFile(ice.DataFiles.builder(spec).withPath(w["path"])
-                          .withFormat(ice.FileFormat.PARQUET)
-                          .withFileSizeInBytes(inp.getLength())
-                          .withMetrics(metrics).withPartition(part).build())
+        return (builder(spec).withPath(w["path"]).withFormat(parquet)
+                .withFileSizeInBytes(inp.getLength())
+                .withMetrics(file_metrics(inp, metrics_config)).withPartition(part).build())
+
+    # Each file's footer is read for its column statistics: a few files at once (the JVM
+    # serves each Python thread on its own thread).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        files = list(pool.map(data_file, written))
+    append = jtable.newAppend()
+    for f in files:
+        append.appendFile(f)
     append.set("binlake.run_id", run_id)
     branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
     if branch:
