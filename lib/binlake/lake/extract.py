@@ -770,8 +770,10 @@ def meta_of(row: Any) -> dict[str, Any]:
 # -- a mirror's delta, folded by an executor ---------------------------------------------------
 
 # A mirror's staged delta is folded in one executor task (Arrow, in memory) when it has at
-# most this many rows; a bigger one goes through Spark's fold, which spills.
+# most this many rows and its staged files at most this many bytes (lz4 Parquet: a few
+# times that in memory); a bigger one goes through Spark's fold, which spills.
 FOLD_MAX_ROWS = 4_000_000
+FOLD_MAX_BYTES = 256 << 20
 _ORDER_COLS = ("_order_seq", "_order_pos", "_order_idx")
 
 

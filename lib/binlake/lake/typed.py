@@ -163,6 +163,7 @@ them (the report says where) until then.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
 import uuid
@@ -698,7 +699,7 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
                run_id: str) -> None:
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .extract import FOLD_MAX_ROWS, stage_columns
+    from .extract import FOLD_MAX_BYTES, FOLD_MAX_ROWS, stage_columns
 
     assert job.plan is not None
     total: dict[str, Any] = {
@@ -733,7 +734,8 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
 
     mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
     fold = None
-    if staged and not total["partial"] and total["todo"] <= FOLD_MAX_ROWS:
+    if staged and not total["partial"] and total["delta"] <= FOLD_MAX_ROWS \
+            and sum(os.path.getsize(p) for p in staged) <= FOLD_MAX_BYTES:
         def fold(blocked: tuple[int, int, int] | None) -> None:
             assert job.plan is not None and spec.stage is not None
             _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct, blocked,
@@ -748,7 +750,8 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                commit: Any, run_id: str) -> None:
     """Apply a table's staged delta to its mirror, folded by one executor task
     (:func:`extract.fold_mirror`: Arrow in memory, the delta having at most
-    ``FOLD_MAX_ROWS`` rows) rather than by Spark's window and sort.  A mirror created by
+    ``FOLD_MAX_ROWS`` rows in at most ``FOLD_MAX_BYTES`` of staged files) rather than by
+    Spark's window and sort.  A mirror created by
     this run (empty, not partitioned) gets the folded rows as data files, in one commit
     after its source's rows are deleted (a retry adds nothing twice); an existing one
     MERGEs the folded delta."""
