@@ -751,10 +751,9 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     """Apply a table's staged delta to its mirror, folded by one executor task
     (:func:`extract.fold_mirror`: Arrow in memory, the delta having at most
     ``FOLD_MAX_ROWS`` rows in at most ``FOLD_MAX_BYTES`` of staged files) rather than by
-    Spark's window and sort.  A mirror created by
-    this run (empty, not partitioned) gets the folded rows as data files, in one commit
-    after its source's rows are deleted (a retry adds nothing twice); an existing one
-    MERGEs the folded delta."""
+    Spark's window and sort.  A mirror created by this run (empty, not partitioned) gets
+    the folded rows as data files, in one commit after its source's rows are deleted (a
+    retry adds nothing twice); an existing one MERGEs the folded delta."""
     from pyspark.sql.types import StructType
 
     from .extract import DataSink, FoldSpec, fold_mirror, stage_columns
