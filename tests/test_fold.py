@@ -121,3 +121,29 @@ def test_fold_mirror_skips_unknown_layouts_and_blocked(tmp_path: Path) -> None:
     assert rec == [{"folded": str(out), "rows": 1}]
     got = pq.read_table(out)
     assert got.column(0).to_pylist() == [1]  # a=2: no layout; a=3 and after: blocked
+
+
+def test_clean_staging_removes_stale_runs_only(tmp_path: Path) -> None:
+    """After a run: its own staging directory goes, a killed run's (nothing written for
+    longer than STAGE_MAX_AGE) goes, a live run's stays; the parent goes once empty."""
+    import os
+    import time
+
+    from binlake.lake.job import STAGE_MAX_AGE, clean_staging
+
+    parent = tmp_path / "_binlake_staging"
+    mine, stale, live = (parent / n / "changelog__db__t" for n in ("mine", "stale", "live"))
+    for d in (mine, stale, live):
+        d.mkdir(parents=True)
+        (d / "0-0.parquet").write_bytes(b"x")
+    now = time.time()
+    old = now - STAGE_MAX_AGE - 60
+    for p in (stale / "0-0.parquet", stale, stale.parent):
+        os.utime(p, (old, old))
+    # a live run: its directory is old, but a file in it was written a minute ago
+    os.utime(live.parent, (old, old))
+    removed = clean_staging(str(mine.parent), now=now)
+    assert removed == [str(stale.parent)]
+    assert sorted(p.name for p in parent.iterdir()) == ["live"]
+    clean_staging(str(live.parent), now=now)
+    assert not parent.exists()

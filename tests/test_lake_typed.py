@@ -23,6 +23,7 @@ decode contract's form by ``tests/reference.py``), never from binlake.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -556,6 +557,11 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
         assert spark.table(cl).select("_source", "_order_seq", "_order_pos", "_order_idx") \
             .distinct().count() == n
     assert rep["tables"][f"{DB}.nopk"]["mirror"] is None
+    # the run's staged deltas are gone, and the staging directory with them
+    from binlake.lake.job import _stage_root
+
+    stage = _stage_root(settings, "x")
+    assert stage is not None and not os.path.exists(os.path.dirname(stage))
     # a first load: every mirror's delta was folded by an executor task (extract.fold_mirror)
     # and appended, but the one with MINIMAL/NOBLOB images (a column an image lacks keeps
     # its value: Spark's fold)

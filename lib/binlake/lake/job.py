@@ -332,9 +332,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                           failed, hashes, n_ranges, prepared, phase)
     finally:
         if stage_root is not None:
-            import shutil
-
-            shutil.rmtree(stage_root, ignore_errors=True)
+            clean_staging(stage_root)
     summary.files = sorted(summary.files + others, key=lambda f: (f["seq"], f["file"]))
     _summarize(spark, settings, summary, everything)
 
@@ -352,6 +350,42 @@ def _stage_root(settings: Settings, run_id: str) -> str | None:
     else:
         path = wh
     return os.path.join(path, "_binlake_staging", f"{run_id}-{uuid.uuid4().hex[:8]}")
+
+
+# A staging directory nothing has written to for this long is a killed run's: removed.
+STAGE_MAX_AGE = 2 * 86400.0
+
+
+def clean_staging(stage_root: str, now: float | None = None) -> list[str]:
+    """Remove this run's staging directory, the ones killed runs left next to it (nothing
+    in them written for ``STAGE_MAX_AGE`` seconds: a live run writes there while it
+    decodes) and their parent when that leaves it empty.  Best effort; returns the
+    directories removed besides this run's."""
+    import contextlib
+    import shutil
+
+    shutil.rmtree(stage_root, ignore_errors=True)
+    parent = os.path.dirname(stage_root.rstrip("/"))
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    try:
+        siblings = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in siblings:
+        path = os.path.join(parent, name)
+        try:
+            newest = max([os.path.getmtime(path)] + [
+                os.path.getmtime(os.path.join(d, f))
+                for d, dirs, files in os.walk(path) for f in (*dirs, *files)])
+        except OSError:
+            continue
+        if now - newest > STAGE_MAX_AGE:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(parent)  # only when empty
+    return removed
 
 
 def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
