@@ -24,7 +24,7 @@ from ..txn.boundary import query_keyword
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
-from .typedconv import NO_LAYOUT, NO_NAMES
+from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
 # record kinds
 CHANGE = "change"
@@ -562,6 +562,20 @@ class DataSink:
             out += self._typed_one(tag, file, spec, conv)
         return out
 
+    def shaped(self, table: str, rows: Any) -> Any:
+        """``rows`` (an Arrow table with the typed table's columns but ``_source``) in the
+        Arrow schema of ``table``, a typed changelog or mirror: ``_source`` filled in, each
+        column cast to its type."""
+        import pyarrow as pa
+
+        out_t = self.tables[table]
+        arrays = []
+        for f in out_t.schema:
+            a = (pa.array([self.source] * rows.num_rows, pa.string())
+                 if f.name == "_source" else rows.column(f.name))
+            arrays.append(a.cast(f.type) if a.type != f.type else a)
+        return pa.Table.from_arrays(arrays, schema=out_t.schema)
+
     def _typed_one(self, tag: str, file: str, spec: TypedOut, conv: Any
                    ) -> list[tuple[str, Any]]:
         import pyarrow as pa
@@ -570,20 +584,14 @@ class DataSink:
 
         layout = conv.column("__bl_layout")
         ok = pc.greater_equal(layout, 0)
-        seq, pos, idx = (conv.column(c) for c in ("_order_seq", "_order_pos", "_order_idx"))
-        if spec.wm is None:
-            delta = pc.is_valid(layout)  # every row
-        else:
-            s, p, i = spec.wm
-            delta = pc.or_(pc.greater(seq, s), pc.and_(pc.equal(seq, s), pc.or_(
-                pc.greater(pos, p), pc.and_(pc.equal(pos, p), pc.greater(idx, i)))))
-            delta = pc.fill_null(delta, False)
+        # every row, or those after the mirror's watermark
+        delta = pc.is_valid(layout) if spec.wm is None else _order_beyond(conv, spec.wm, True)
 
         def count(mask: Any) -> int:
             return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
 
         def okeys(mask: Any) -> list[tuple[int, int, int]]:
-            t = conv.select(["_order_seq", "_order_pos", "_order_idx"]).filter(mask)
+            t = conv.select(list(ORDER)).filter(mask)
             return list(zip(*(t.column(k).to_pylist() for k in range(3))))
 
         todo = pc.and_(delta, ok)
@@ -606,13 +614,7 @@ class DataSink:
         out: list[tuple[str, Any]] = []
         if stats["cl"]:
             rows = conv.filter(ok)
-            out_t = self.tables[spec.table]
-            arrays = []
-            for f in out_t.schema:
-                a = (pa.array([self.source] * rows.num_rows, pa.string())
-                     if f.name == "_source" else rows.column(f.name))
-                arrays.append(a.cast(f.type) if a.type != f.type else a)
-            data = pa.Table.from_arrays(arrays, schema=out_t.schema)
+            data = self.shaped(spec.table, rows)
             us = rows.column("_commit_ts").cast(pa.int64()).to_pylist()
             keys = [[None if v is None else v // _DAY_US for v in us]]
             out += [(WRITTEN, w) for w in self._write_parts(spec.table, tag, file, data, keys)]
@@ -774,7 +776,17 @@ def meta_of(row: Any) -> dict[str, Any]:
 # times that in memory); a bigger one goes through Spark's fold, which spills.
 FOLD_MAX_ROWS = 4_000_000
 FOLD_MAX_BYTES = 256 << 20
-_ORDER_COLS = ("_order_seq", "_order_pos", "_order_idx")
+
+
+def _order_beyond(table: Any, key: tuple[int, int, int], after: bool) -> Any:
+    """Mask of the rows of ``table`` (Arrow) whose order key is strictly after ``key``
+    (``after``) or strictly before it; a NULL order key is neither."""
+    import pyarrow.compute as pc
+
+    cmp = pc.greater if after else pc.less
+    (seq, pos, idx), (s, p, i) = (table.column(c) for c in ORDER), key
+    return pc.fill_null(pc.or_(cmp(seq, s), pc.and_(pc.equal(seq, s), pc.or_(
+        cmp(pos, p), pc.and_(pc.equal(pos, p), cmp(idx, i))))), False)
 
 
 @dataclass(frozen=True)
@@ -808,7 +820,7 @@ def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cols = [*typed, "_op", *_ORDER_COLS, "_commit_ts"]
+    cols = [*typed, "_op", *ORDER, "_commit_ts"]
     rows = table.select(cols)
     if pk:
         same = None
@@ -830,7 +842,7 @@ def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
                     arrays.append(g.column(old_of[c]).cast(typ))
                 elif c == "_op":
                     arrays.append(pa.array(["delete"] * n, typ))
-                elif c in _ORDER_COLS or c == "_commit_ts":
+                elif c in ORDER or c == "_commit_ts":
                     arrays.append(g.column(c))
                 else:
                     arrays.append(pa.nulls(n, typ))
@@ -838,8 +850,8 @@ def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
     if not rows.num_rows:
         return rows
     # rank in commit order, then the highest rank per key
-    perm = pc.sort_indices(rows.select(list(_ORDER_COLS)),
-                           sort_keys=[(c, "ascending") for c in _ORDER_COLS]).to_numpy()
+    perm = pc.sort_indices(rows.select(list(ORDER)),
+                           sort_keys=[(c, "ascending") for c in ORDER]).to_numpy()
     rank = np.empty(len(perm), dtype=np.int64)
     rank[perm] = np.arange(len(perm), dtype=np.int64)
     keys = rows.select(list(pk)).append_column("__rank", pa.array(rank))
@@ -863,11 +875,7 @@ def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
     table = table.rename_columns(list(spec.names))
     keep = pc.greater_equal(table.column("__bl_layout"), 0)
     if spec.blocked is not None:
-        s, p, i = spec.blocked
-        seq, pos, idx = (table.column(c) for c in _ORDER_COLS)
-        before = pc.or_(pc.less(seq, s), pc.and_(pc.equal(seq, s), pc.or_(
-            pc.less(pos, p), pc.and_(pc.equal(pos, p), pc.less(idx, i)))))
-        keep = pc.and_(keep, before)
+        keep = pc.and_(keep, _order_beyond(table, spec.blocked, False))
     table = table.filter(pc.fill_null(keep, False))
     folded = fold_delta(table, spec.pk, spec.olds, spec.typed)
     del table
@@ -882,11 +890,5 @@ def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
     rows = folded.filter(pc.not_equal(folded.column("_op"), "delete"))
     if not rows.num_rows:
         return []
-    out_t = spec.sink.tables[spec.mirror]
-    arrays = []
-    for f in out_t.schema:
-        a = (pa.array([spec.sink.source] * rows.num_rows, pa.string())
-             if f.name == "_source" else rows.column(f.name))
-        arrays.append(a.cast(f.type) if a.type != f.type else a)
-    data = pa.Table.from_arrays(arrays, schema=out_t.schema)
-    return spec.sink._write_parts(spec.mirror, "mirror", "", data, [])
+    return spec.sink._write_parts(spec.mirror, "mirror", "",
+                                  spec.sink.shaped(spec.mirror, rows), [])

@@ -177,7 +177,7 @@ from ..constants import ColumnType as T
 from ..rowcodec import column_codec
 from ..tablemap import Column, _resolve_meta, type_name
 from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots, retry_busy
-from .typedconv import NO_LAYOUT, NO_NAMES
+from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
 LAYOUTS = "typed_layouts"
 CHANGELOG_PREFIX = "changelog__"
@@ -188,7 +188,6 @@ LAYOUTS_DDL = ("source STRING NOT NULL, db STRING NOT NULL, tbl STRING NOT NULL,
                "primary_key STRING, has_names BOOLEAN, run_id STRING")
 MAX_POINTS = 64  # more layout records than this: restrict them to the candidates' files
 
-ORDER = ("_order_seq", "_order_pos", "_order_idx")
 RC_ORDER = ("order_seq", "order_pos", "order_idx")
 CL_META: tuple[tuple[str, str], ...] = (
     ("_op", "string"), ("_order_seq", "int"), ("_order_pos", "bigint"), ("_order_idx", "int"),
@@ -699,7 +698,7 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
                run_id: str) -> None:
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .extract import FOLD_MAX_BYTES, FOLD_MAX_ROWS, stage_columns
+    from .extract import FOLD_MAX_BYTES, FOLD_MAX_ROWS
 
     assert job.plan is not None
     total: dict[str, Any] = {
@@ -715,12 +714,7 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
     struct = _parse_datatype_string(ddl)
     assert isinstance(struct, StructType)
     if staged:
-        names = struct.names
-        pos = StructType([f.__class__(c, f.dataType, f.nullable)
-                          for c, f in zip(stage_columns(names), struct.fields)])
-        # pyarrow writes proleptic Gregorian dates: no rebase (year 1 stays year 1)
-        conv = spark.read.schema(pos).option("datetimeRebaseMode", "CORRECTED").option(
-            "int96RebaseMode", "CORRECTED").parquet(*staged).toDF(*names)
+        conv = _read_staged(spark, struct.fields, staged)
     src = lit(settings.source)
     seqs = job.seqs or []
     cl_delete = f"_source = {src}" + ("" if job.full else
@@ -754,9 +748,8 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     Spark's window and sort.  A mirror created by this run (empty, not partitioned) gets
     the folded rows as data files, in one commit after its source's rows are deleted (a
     retry adds nothing twice); an existing one MERGEs the folded delta."""
-    from pyspark.sql.types import StructType
 
-    from .extract import DataSink, FoldSpec, fold_mirror, stage_columns
+    from .extract import DataSink, FoldSpec, fold_mirror
     from .job import table_out
 
     assert job.plan is not None
@@ -778,14 +771,26 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
             return
     path = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}.parquet"
     sc.parallelize([replace(spec, out=path)], 1).flatMap(fold_mirror).collect()
-    names = [*job.plan.columns, "_op", *ORDER, "_commit_ts"]
     fields = {f.name: f for f in struct.fields}
-    pos = StructType([fields[n].__class__(c, fields[n].dataType, fields[n].nullable)
-                      for c, n in zip(stage_columns(names), names)])
-    folded = spark.read.schema(pos).option("datetimeRebaseMode", "CORRECTED").option(
-        "int96RebaseMode", "CORRECTED").parquet(path).toDF(*names)
+    folded = _read_staged(spark, [fields[n] for n in (*job.plan.columns, "_op", *ORDER,
+                                                      "_commit_ts")], [path])
     _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
                   job.mirror_new, folded=True)
+
+
+def _read_staged(spark: Any, fields: list[Any], paths: list[str]) -> Any:
+    """A DataFrame of Parquet files staged by the executors with positional column names
+    (:func:`extract.stage_columns`), named and typed as ``fields`` (StructFields)."""
+    from pyspark.sql.types import StructType
+
+    from .extract import stage_columns
+
+    names = [f.name for f in fields]
+    pos = StructType([f.__class__(c, f.dataType, f.nullable)
+                      for c, f in zip(stage_columns(names), fields)])
+    # pyarrow writes proleptic Gregorian dates: no rebase (year 1 stays year 1)
+    return spark.read.schema(pos).option("datetimeRebaseMode", "CORRECTED").option(
+        "int96RebaseMode", "CORRECTED").parquet(*paths).toDF(*names)
 
 
 @dataclass

@@ -43,6 +43,8 @@ from ..txn.files import sequence_of
 # layout ids of a converted row besides a group id
 NO_LAYOUT = -1  # the row's file has no recorded layout (yet)
 NO_NAMES = -2  # the layout in force does not name the columns
+# a typed row's order key (its change's position in commit order), as the tables name it
+ORDER = ("_order_seq", "_order_pos", "_order_idx")
 
 _DEC = re.compile(r"^decimal\((\d+),(\d+)\)$")
 _INT_RANGE = {"int": (-(1 << 31), (1 << 31) - 1), "bigint": (-(1 << 63), (1 << 63) - 1)}
