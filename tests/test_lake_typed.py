@@ -14,7 +14,8 @@
   ``SELECT *`` (typed values: decimals exact, datetimes to the microsecond, BIGINT UNSIGNED
   max intact, bytes, NULLs), every changelog must have one row per ``row_changes`` row; a
   rerun, and a backfill of files 1..2, change nothing; a second lake loaded in two runs, the
-  second one killed before the typed step and rerun, ends identical to the first.
+  second one killed before the typed step and rerun, ends identical to the first; so does
+  a lake whose deltas are over the executor fold's bounds (Spark folds them).
 
 Expected values come from the server (``SELECT`` with a converter-less connection, put in the
 decode contract's form by ``tests/reference.py``), never from binlake.
@@ -700,3 +701,35 @@ def test_tables_created_by_a_killed_run_are_built_whole(
     for table in MIRRORED:
         if f"mirror__wl__{table}" in got:
             _mirror_vs_server(spark, settings, world, table)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_deltas_over_the_fold_bound_are_folded_by_spark(
+        spark: Any, lake: dict[str, Any], world: dict[str, Any],
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fourth lake, with the executor fold's bounds set low: files 1..2 with a row bound
+    of 1 (a delta of more than one row is too big), files 3..4 with a byte bound of 1 (every
+    staged delta is too big).  Those deltas are folded by Spark instead (a first load's
+    append, then MERGEs into existing mirrors): the same typed tables as the one-run lake."""
+    from binlake.lake import extract
+    from binlake.lake.spark import build_session
+
+    settings = _settings(tmp_path_factory.mktemp("typed-lake-d"), "typed_d")
+    build_session(settings, master="local[2]")
+    files = world["files"]
+    reports: list[dict[str, Any]] = []
+    monkeypatch.setattr(extract, "FOLD_MAX_ROWS", 1)
+    _load(spark, settings, files[:2], reports)
+    monkeypatch.setattr(extract, "FOLD_MAX_ROWS", 4_000_000)
+    monkeypatch.setattr(extract, "FOLD_MAX_BYTES", 1)
+    _load(spark, settings, files[2:], reports)
+    first, second = ({k: (t["mirror_rows"], t.get("mirror_fold"))
+                      for k, t in r["tables"].items() if t["mirror_rows"]} for r in reports)
+    assert first and all(fold == ("executor" if n == 1 else "spark")
+                         for n, fold in first.values()), first
+    assert any(n > 1 for n, _ in first.values()), first
+    assert second and {fold for _, fold in second.values()} == {"spark"}, second
+    assert _typed_tables(spark, settings) == lake["tables"]
+    for table in MIRRORED:
+        _mirror_vs_server(spark, settings, world, table)
