@@ -477,6 +477,34 @@ def test_default_target_gives_one_range_for_a_small_file() -> None:
         split_file(uri, target_bytes=0)
 
 
+@pytest.mark.parametrize("slots", [1, 2, 3, 8])
+def test_grouped_ranges_fill_rounds_of_tasks_and_stay_independent(slots: int) -> None:
+    """The load's decode ranges: fine ranges joined (``group_ranges``).  Every joined range
+    must still be a valid range (check_ranges: independent decode, counts, first event);
+    their number is what ranges of the target would give, rounded up to full rounds of
+    ``slots`` tasks; each file's ranges are as even as its fine boundaries allow."""
+    uris = [cpath(MARIADB_BIG), cpath(MARIADB_118), cpath(MYSQL8_BIGGER)]
+    sizes = [os.path.getsize(u) for u in uris]
+    fine = [split_file(u, target_bytes=16_384, min_bytes=0) for u in uris]
+    target = 200_000
+    grouped = split_mod.group_ranges(fine, slots, target)
+    for uri, size, rs in zip(uris, sizes, grouped):
+        check_ranges(uri, rs, size)
+        assert {(r.start, r.end) for r in rs} <= {(a.start, b.end) for a in fine[uris.index(
+            uri)] for b in fine[uris.index(uri)]}  # joined at fine boundaries only
+    total = sum(len(rs) for rs in grouped)
+    plain = sum(max(1, -(-(rs[-1].end - rs[0].start) // target)) for rs in fine)
+    assert total == min(-(-plain // slots) * slots, sum(len(rs) for rs in fine)), (total, plain)
+    for f, rs in zip(fine, grouped):
+        step = max(r.size for r in f)  # a cut is at most one fine range from its ideal place
+        ideal = (f[-1].end - f[0].start) / len(rs)
+        assert all(abs(r.size - ideal) <= 2 * step for r in rs), ([r.size for r in rs], ideal)
+    # one fine range per file cannot be joined or cut: the files' ranges as they are
+    assert split_mod.group_ranges([f[:1] for f in fine], slots, 1) == [f[:1] for f in fine]
+    with pytest.raises(ValueError):
+        split_mod.group_ranges(fine, 0, target)
+
+
 def test_verify_checksums_stops_split_points_at_a_bad_event() -> None:
     uri = cpath(BAD_CRC)
     whole = decode(uri)

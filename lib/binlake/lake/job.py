@@ -36,7 +36,7 @@ from ..source import parse_location, s3_client
 from ..txn.build import assign_order
 from ..txn.files import BinlogFile, binlog_file, order_files
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
-from ..txn.split import split_file
+from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
 from .tables import (
@@ -157,15 +157,22 @@ def _sha256(uri: str) -> tuple[str, int, str | None]:
     return h.hexdigest(), n, recorded_sha256(uri)
 
 
+# The survey cuts files into ranges this many times finer than ``split_bytes``; the driver
+# joins them into the decode ranges (txn.split.group_ranges), as many as the cores can take
+# in full rounds.
+FINE_SPLIT = 8
+
+
 def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
     """What the driver needs of one file before decoding it, read on an executor: its sha256,
-    size and archived sha256 (:func:`_sha256`), its transaction-aligned ranges (or why it
-    cannot be split), its DDL statements and its table layouts
-    (:func:`extract.survey_scan`)."""
+    size and archived sha256 (:func:`_sha256`), its transaction-aligned ranges of about
+    ``split_bytes / FINE_SPLIT`` (or why it cannot be split), its DDL statements and its
+    table layouts (:func:`extract.survey_scan`)."""
     sha, size, recorded = _sha256(uri)
+    fine = max(1, split_bytes // FINE_SPLIT)
     try:
-        ranges: list[Any] | str = split_file(uri, target_bytes=split_bytes,
-                                             min_bytes=min(1 << 20, split_bytes))
+        ranges: list[Any] | str = split_file(uri, target_bytes=fine,
+                                             min_bytes=min(1 << 20, fine))
     except BinlogError as exc:
         ranges = str(exc)
     ddl: list[X.DdlEvent] = []
@@ -262,12 +269,6 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     phase("survey")
     hashes = {name: sv["sha"] for name, sv in surveys.items()}
     split = {name: sv["ranges"] for name, sv in surveys.items()}
-    # Table engines from the DDL before each range (a range alone would not see it), the
-    # DDL of every file given, in order.
-    splittable = [name for name, rs in split.items() if not isinstance(rs, str)]
-    all_seeds = dict(zip(splittable, X.seeds_from(
-        [surveys[n]["ddl"] for n in splittable],
-        [[r.start for r in split[n]] for n in splittable])))
     summary.bytes = sum(h[1] for h in hashes.values())
 
     # What to do with each file: skip it (loaded before, same bytes), refuse it (loaded
@@ -299,6 +300,18 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         _summarize(spark, settings, summary, everything)
         return
 
+    # The decode ranges: the survey's fine ranges of the files to decode, joined into about
+    # split_bytes each, in full rounds of the cluster's cores.
+    todo = [f.name for f in files
+            if f.name not in failed and not isinstance(split[f.name], str)]
+    split.update(zip(todo, group_ranges([split[n] for n in todo], sc.defaultParallelism,
+                                        settings.split_bytes)))
+    # Table engines from the DDL before each range (a range alone would not see it), the
+    # DDL of every file given, in order.
+    splittable = [name for name, rs in split.items() if not isinstance(rs, str)]
+    all_seeds = dict(zip(splittable, X.seeds_from(
+        [surveys[n]["ddl"] for n in splittable],
+        [[r.start for r in split[n]] for n in splittable])))
     tasks: list[X.RangeTask] = []
     n_ranges: dict[str, int] = {}
     newest = everything[-1]

@@ -973,3 +973,61 @@ def split_file(uri: str, *, target_bytes: int = 64 << 20, min_bytes: int = 1 << 
     else:
         emit(cur, end, tail_n, first)
     return ranges
+
+
+def group_ranges(files: list[list[ByteRange]], slots: int, target_bytes: int
+                 ) -> list[list[ByteRange]]:
+    """Join each file's consecutive fine ranges (:func:`split_file` with a target well
+    below ``target_bytes``) into decode ranges, balanced for ``slots`` tasks at a time.
+
+    The number of decode ranges is the one ranges of ``target_bytes`` would give (at least
+    one per file), rounded up to a multiple of ``slots``: the last round of tasks then
+    keeps every core busy instead of leaving one range to run alone.  Each file gets its
+    share of them (one more goes to the file whose ranges are largest), and a file's ranges
+    are cut where they come nearest to equal bytes.  A range is never cut inside a fine
+    range, so a file has at most as many decode ranges as fine ones."""
+    if slots < 1 or target_bytes < 1:
+        raise ValueError("slots and target_bytes must be positive")
+    sizes = [rs[-1].end - rs[0].start if rs else 0 for rs in files]
+    want = sum(max(1, -(-size // target_bytes)) for size in sizes)
+    want = -(-want // slots) * slots
+    count = [1] * len(files)
+    for _ in range(max(0, want - sum(count))):
+        open_ = [i for i, rs in enumerate(files) if count[i] < len(rs)]
+        if not open_:
+            break
+        count[max(open_, key=lambda i: sizes[i] / count[i])] += 1
+    return [_cut(rs, n) if rs else [] for rs, n in zip(files, count)]
+
+
+def _cut(fine: list[ByteRange], n: int) -> list[ByteRange]:
+    """``fine`` (consecutive ranges of one file) joined into ``n`` ranges of bytes as equal
+    as the fine boundaries allow."""
+    start = fine[0].start
+    total = fine[-1].end - start
+    ends = [r.end - start for r in fine]  # cumulative bytes at each fine boundary
+    cuts: list[int] = []  # index of the last fine range of each group but the last
+    prev = -1
+    for k in range(1, n):
+        goal = total * k / n
+        lo, hi = prev + 1, len(fine) - 1 - (n - k)  # leave a fine range for each group after
+        best = min(range(lo, hi + 1), key=lambda j: abs(ends[j] - goal))
+        cuts.append(best)
+        prev = best
+    out: list[ByteRange] = []
+    first = 0
+    for last in [*cuts, len(fine) - 1]:
+        out.append(_join(fine[first:last + 1]))
+        first = last + 1
+    return out
+
+
+def _join(group: list[ByteRange]) -> ByteRange:
+    if len(group) == 1:
+        return group[0]
+    events = [r.events for r in group]
+    # the first event of the first transaction: the first fine range holding one
+    first_event = next((r.first_event for r in group if r.first_event < r.end), group[-1].end)
+    return ByteRange(group[0].uri, group[0].start, group[-1].end, first_event,
+                     None if None in events else sum(e for e in events if e is not None),
+                     sum(r.transactions for r in group))
