@@ -54,4 +54,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 else
   log "virtualenv up to date ($VENV)"
 fi
+# --- the driver JVM's class archive (lake/classarchive.py: ~3 s off every local Spark
+# session); best effort: without it, sessions start as usual --------------------------------
+if [[ ",$EXTRAS," == *",spark,"* ]]; then
+  warm=()  # a small real binlog makes the warm-up a real load, when the shared corpus is here
+  sample="../shared/corpus/libs/mariadb-poc/binlogs/domain_id_0/mariadb-repl-bin.000002"
+  [ -f "$sample" ] && warm=("$sample")
+  if archive="$("$VENV/bin/binlake" jvm-archive --if-missing "${warm[@]}" 2>/tmp/binlake-jvm-archive.log)"; then
+    log "driver JVM class archive: $archive"
+  else
+    log "no driver JVM class archive (see /tmp/binlake-jvm-archive.log); sessions start without"
+  fi
+fi
 log "ready: $VENV/bin/binlake"

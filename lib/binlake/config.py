@@ -50,6 +50,9 @@ class Settings:
     # C2 compiler's threads take CPU from the decode tasks on a small machine, and a load's
     # JVM work is short (catalog calls, commits, small jobs).  Empty: the JVM's defaults.
     spark_driver_java_options: str = "-XX:TieredStopAtLevel=1"
+    # "auto": the driver JVM maps the class archive `binlake jvm-archive` built for this Java,
+    # these jars and options, when there is one (lake/classarchive.py); "off": never.
+    spark_class_archive: str = "auto"
     split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
     typed_parallelism: int = 2  # source tables whose typed tables are filled at once
     # The source server the files come from (a label; one lake holds several sources)
@@ -121,6 +124,9 @@ class Settings:
         if self.catalog_type not in CATALOG_TYPES:
             raise ConfigError(f"catalog_type: {self.catalog_type!r} is not one of "
                               f"{', '.join(CATALOG_TYPES)}")
+        if self.spark_class_archive not in ("auto", "off"):
+            raise ConfigError(f"spark_class_archive: {self.spark_class_archive!r} is not "
+                              "auto or off")
         if not 1 <= self.typed_parallelism <= 64:
             raise ConfigError(f"typed_parallelism: {self.typed_parallelism} is not in 1..64")
         if self.split_bytes < 1 << 16:
