@@ -175,8 +175,9 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
         raise _Usage(str(exc)) from None
     try:
         jars = jars_for(settings)
-        if args.if_missing and usable(archive_path(settings, jars)):
-            print(archive_path(settings, jars))
+        there = archive_path(settings, jars)
+        if args.if_missing and usable(there):
+            print(there)
             return 0
         path = build(settings, jars, args.sources)
     except (ClassArchiveError, SparkSetupError) as exc:

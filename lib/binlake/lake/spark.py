@@ -96,15 +96,19 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
     return conf
 
 
-def driver_java_options(settings: Settings, jars: list[str], lib: str = "") -> str:
+def driver_java_options(settings: Settings, jars: list[str], lib: str = "",
+                        archive: bool = True) -> str:
     """The driver JVM's options: ``lib`` (the JNI path), ``spark_driver_java_options``, and
-    the class archive built for them when there is one whole (lake/classarchive.py)."""
+    with ``archive`` the class archive built for them when there is one whole
+    (lake/classarchive.py)."""
     from .classarchive import archive_path, java_options, usable
 
     opts = " ".join(o for o in (lib, settings.spark_driver_java_options.strip()) if o)
-    archive = archive_path(settings, jars)
-    if archive is not None and usable(archive):
-        opts = f"{opts} {java_options(archive)}".strip()
+    if not archive:
+        return opts
+    path = archive_path(settings, jars)
+    if path is not None and usable(path):
+        opts = f"{opts} {java_options(path)}".strip()
     return opts
 
 
@@ -144,8 +148,8 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
         b = b.config("spark.jars.packages", settings.spark_packages)
     jni = next((d for d in SQLITE_JNI_DIRS if os.path.isdir(d)), None)
     lib = f"-Djava.library.path={jni}" if jni else ""
-    driver_opts = (" ".join(o for o in (lib, settings.spark_driver_java_options.strip()) if o)
-                   if submitted else driver_java_options(settings, jars, lib))
+    # (under spark-submit the JVM runs already: no archive to map)
+    driver_opts = driver_java_options(settings, jars, lib, archive=not submitted)
     if driver_opts:
         b = b.config("spark.driver.extraJavaOptions", driver_opts)
     if lib:

@@ -55,6 +55,8 @@ there exactly as a whole-file decode does.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import struct
 import zlib
 from collections.abc import Iterator
@@ -992,11 +994,17 @@ def group_ranges(files: list[list[ByteRange]], slots: int, target_bytes: int
     want = sum(max(1, -(-size // target_bytes)) for size in sizes)
     want = -(-want // slots) * slots
     count = [1] * len(files)
+    # one more range at a time to the file whose ranges are largest (the first on a tie)
+    heap: list[tuple[float, int]] = [(-float(size), i) for i, (size, rs)
+                                     in enumerate(zip(sizes, files)) if len(rs) > 1]
+    heapq.heapify(heap)
     for _ in range(max(0, want - sum(count))):
-        open_ = [i for i, rs in enumerate(files) if count[i] < len(rs)]
-        if not open_:
+        if not heap:
             break
-        count[max(open_, key=lambda i: sizes[i] / count[i])] += 1
+        _, i = heapq.heappop(heap)
+        count[i] += 1
+        if count[i] < len(files[i]):
+            heapq.heappush(heap, (-sizes[i] / count[i], i))
     return [_cut(rs, n) if rs else [] for rs, n in zip(files, count)]
 
 
@@ -1011,7 +1019,9 @@ def _cut(fine: list[ByteRange], n: int) -> list[ByteRange]:
     for k in range(1, n):
         goal = total * k / n
         lo, hi = prev + 1, len(fine) - 1 - (n - k)  # leave a fine range for each group after
-        best = min(range(lo, hi + 1), key=lambda j: abs(ends[j] - goal))
+        # the boundary nearest the goal: the last one below it or the first at or above it
+        j = bisect.bisect_left(ends, goal, lo, hi + 1)
+        best = min((c for c in (j - 1, j) if lo <= c <= hi), key=lambda c: abs(ends[c] - goal))
         cuts.append(best)
         prev = best
     out: list[ByteRange] = []
