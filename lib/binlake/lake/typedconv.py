@@ -27,7 +27,6 @@ one after schema evolution); a value that does not fit its type is NULL, like ``
 
 from __future__ import annotations
 
-import bisect
 import json
 import re
 import struct
@@ -233,6 +232,106 @@ def _parse_keep_numbers(text: str) -> Any:
 
 # -- a batch of row changes -------------------------------------------------------------------
 
+def _arrow_column(kind: str, src_sql: str, col_sql: str, vals: list[Any], typ: Any
+                  ) -> Any:
+    """``vals`` converted as ``converter(kind, src_sql, col_sql)`` converts each one, as an
+    Arrow array of ``typ``: column-wise in Arrow when every value has the plain form the
+    decoder writes (integers, digit strings, ISO dates...), else value by value.  The
+    column-wise path gives up (returns to the per-value one) rather than guess: Arrow's
+    parse fails on zero, partial or invalid dates, lossy decimals and the like, and the
+    results are range-checked where Arrow is laxer than Python (year 0, FLOAT overflow)."""
+    import pyarrow as pa
+
+    fast = _column_fast(kind, src_sql, col_sql, vals, typ)
+    if fast is not None:
+        return fast
+    conv = converter(kind, src_sql, col_sql)
+    return pa.array([conv(v) for v in vals], typ)
+
+
+_MIN_DATE = date(1, 1, 1)
+_MIN_DATETIME = datetime(1, 1, 1)
+
+
+def _column_fast(kind: str, src_sql: str, col_sql: str, vals: list[Any], typ: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind in ("json", "binary", "vector"):
+        return None
+    try:
+        arr = pa.array(vals)  # inferred: every value of one JSON type, or it raises
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        return None
+    t = arr.type
+    if pa.types.is_null(t):
+        return pa.nulls(len(vals), typ)
+    text = pa.types.is_string(t)
+    whole = pa.types.is_int64(t)
+    try:
+        if kind == "cast" and src_sql in _INT_RANGE:
+            if not whole:
+                return None
+            lo, hi = _INT_RANGE[src_sql]
+            mm = pc.min_max(arr)
+            if mm["min"].as_py() < lo or mm["max"].as_py() > hi:
+                return None
+            out = arr
+        elif kind == "cast" and (m := _DEC.match(src_sql)) is not None:
+            p, sc = int(m.group(1)), int(m.group(2))
+            if p > 38 or not (text or whole):
+                return None
+            out = arr.cast(pa.decimal128(p, sc))  # fails on a lossy rescale or overflow
+        elif kind == "cast" and src_sql in ("float", "double"):
+            if not (whole or pa.types.is_float64(t)):
+                return None
+            out = arr.cast(pa.float64())
+            if src_sql == "float":  # the single-precision value; overflow is NULL there
+                out = out.cast(pa.float32(), safe=False)
+                if pc.any(pc.is_inf(out)).as_py():
+                    return None
+        elif kind in ("date", "datetime", "timestamp"):
+            if not text:
+                return None
+            if kind == "date":
+                out = pc.utf8_slice_codeunits(arr, 0, 10).cast(pa.date32())
+                low: Any = _MIN_DATE
+            else:
+                out = arr.cast(pa.timestamp("us"))
+                low = _MIN_DATETIME
+            least = pc.min(out).as_py()
+            if least is not None and least < low:  # Python has no year 0
+                return None
+            if kind == "timestamp":
+                out = out.cast(pa.timestamp("us", tz="UTC"))  # the text is a UTC instant
+        elif kind in ("text", "string", "cast"):  # ("cast" of any other type: the string)
+            if not text:
+                return None
+            out = arr
+        else:
+            return None
+        if col_sql != src_sql and not (_DEC.match(col_sql) or (src_sql, col_sql) in _WIDER):
+            return None
+        return out.cast(typ)
+    except (pa.ArrowException, OverflowError, ValueError):
+        return None
+
+
+# widenings whose per-value conversion keeps the source's Python value
+_WIDER = {("int", "bigint"), ("float", "double")}
+
+
+def _assemble(arrays: list[Any], typ: Any, take: Any) -> Any:
+    """The arrays of a column's groups, one after the other, followed by a null, and taken
+    into the batch's row order by ``take`` (None: they are in that order already)."""
+    import pyarrow as pa
+
+    whole = pa.concat_arrays([a.cast(typ) for a in arrays]) if arrays else pa.nulls(0, typ)
+    if take is None:
+        return whole
+    return pa.concat_arrays([whole, pa.nulls(1, typ)]).take(take)
+
+
 class Converter:
     """Picklable description of one source table's conversion, built on the driver:
 
@@ -240,6 +339,10 @@ class Converter:
     ``groups``: group id -> (columns: [(source name, kind, source sql, typed column)],
     key sources: [(source name, kind, source sql, key index)]);
     ``columns``: typed columns in table order with their types; ``pk``: the key columns.
+
+    A batch is converted column by column: each row's layout (a search of its file's
+    points), then per layout its rows' images parsed and each typed column built from one
+    list of source values (:func:`_arrow_column`).
     """
 
     def __init__(self, points: dict[int, list[tuple[int, int]]],
@@ -252,104 +355,152 @@ class Converter:
         self.pk = pk
         self.arrow_schema = arrow_schema
 
+    def _layouts(self, b: Any) -> Any:
+        """Each row's layout id (a numpy int32 array)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        n = b.num_rows
+        layout = np.full(n, NO_LAYOUT, dtype=np.int32)
+        files = pc.dictionary_encode(b.column("file"))
+        poss = pc.fill_null(b.column("pos"), 0).to_numpy(zero_copy_only=False)
+        codes = pc.fill_null(files.indices, -1).to_numpy(zero_copy_only=False)
+        for code, name in enumerate(files.dictionary.to_pylist()):
+            pts = self.points.get(file_seq(name))
+            if not pts:
+                continue
+            rows = np.nonzero(codes == code)[0]
+            at = np.array([p for p, _ in pts], dtype=np.int64)
+            gids = np.array([g for _, g in pts], dtype=np.int32)
+            k = np.searchsorted(at, poss[rows], side="right") - 1
+            layout[rows] = np.where(k >= 0, gids[np.maximum(k, 0)], NO_LAYOUT)
+        return layout
+
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         col_index = {c: i for i, (c, _) in enumerate(self.columns)}
         width = len(self.columns)
         npk = len(self.pk)
         pk_index = [col_index[c] for c in self.pk]
-        # per group: [(source, value index, conv)], [(source, key index, conv)], names
+        schema = self.arrow_schema
+        base = 8  # the columns before the typed ones (see the arrays below)
+        col_types = [schema.field(base + i).type for i in range(width)]
+        old_types = [schema.field(base + width + 2 + i).type for i in range(npk)]
+        # per group: [(source, value index, kind, sql, col sql)], [(source, key index, ...)]
         plans: dict[int, Any] = {}
         for gid, (cols, keys) in self.groups.items():
-            conv_cols = [(s, col_index[c], converter(k, sql, self.columns[col_index[c]][1]))
+            conv_cols = [(s, col_index[c], k, sql, self.columns[col_index[c]][1])
                          for s, k, sql, c in cols]
-            conv_keys = [(s, i, converter(k, sql, self.columns[pk_index[i]][1]))
-                         for s, k, sql, i in keys]
+            conv_keys = [(s, i, k, sql, self.columns[pk_index[i]][1]) for s, k, sql, i in keys]
             srcs = [s for s, _, _, _ in cols]
             slot = {s: c for s, _, _, c in cols}
             json_srcs = [s for s, k, _, _ in cols if k == "json"]
-            # (n_conv, n_srcs: an image with every column has n_conv hits and n_srcs keys)
-            plans[gid] = (conv_cols, conv_keys, srcs, set(srcs), slot, json_srcs,
-                          len(conv_cols), len(set(srcs)))
-        points = {s: ([p for p, _ in pts], [g for _, g in pts])
-                  for s, pts in self.points.items()}
+            plans[gid] = (conv_cols, conv_keys, srcs, set(srcs), slot, json_srcs)
         loads = orjson.loads
         pk_set = set(self.pk)
         for b in batches:
             n = b.num_rows
-            # only the columns read here become Python objects (not the timestamps, ids...)
-            files, poss, ops, befores, afters = (
-                b.column(c).to_pylist() for c in ("file", "pos", "op", "before", "after"))
-            layout: list[int] = [NO_LAYOUT] * n
-            values: list[list[Any]] = [[None] * n for _ in range(width)]
+            layout = self._layouts(b)
+            is_delete = pc.fill_null(pc.equal(b.column("op"), "delete"), False)
+            image = pc.if_else(is_delete, b.column("before"), b.column("after"))
+            has_image = pc.is_valid(image).to_numpy(zero_copy_only=False)
+            # typed values land in one Arrow array per (group, column); rows of no group
+            # (no layout, no plan, no image) take the null at the end of the concatenation
+            parts: list[list[Any]] = [[] for _ in range(width)]
+            old_parts: list[list[Any]] = [[] for _ in range(npk)]
             absent: list[list[str] | None] = [None] * n
             mismatch: list[bool | None] = [None] * n
-            olds: list[list[Any]] = [[None] * n for _ in range(npk)]
-            seq_cache: dict[str, int] = {}
-            for r in range(n):
-                f = files[r]
-                seq = seq_cache.get(f)
-                if seq is None:
-                    seq = seq_cache[f] = file_seq(f)
-                pts = points.get(seq)
-                if pts is None:
-                    continue
-                k = bisect.bisect_right(pts[0], poss[r]) - 1
-                if k < 0:
-                    continue
-                gid = pts[1][k]
-                layout[r] = gid
+            where = np.full(n, -1, dtype=np.int64)  # row -> its place in the concatenation
+            done = 0
+            for gid in np.unique(layout).tolist():
                 plan = plans.get(gid)
                 if plan is None:
                     continue
-                conv_cols, conv_keys, srcs, src_set, slot, json_srcs, n_conv, n_srcs = plan
-                op = ops[r]
-                text = befores[r] if op == "delete" else afters[r]
-                if text is None:
+                conv_cols, conv_keys, srcs, src_set, slot, json_srcs = plan
+                rows = np.nonzero((layout == gid) & has_image)[0]
+                m = len(rows)
+                if not m:
                     continue
-                img = loads(text)
-                if json_srcs and any(s in img for s in json_srcs):
-                    exact = _parse_keep_numbers(text)
-                    for s in json_srcs:
-                        if s in img:
-                            img[s] = _fragments(exact[s])
-                hits = 0
-                for s, i, conv in conv_cols:
-                    v = img.get(s, _MISSING)
-                    if v is not _MISSING:
-                        hits += 1
-                        values[i][r] = conv(v)
-                if hits == n_conv and len(img) == n_srcs:  # a full image (the usual case)
-                    miss = []
-                    mismatch[r] = False
+                whole = m == n
+                idx = None if whole else pa.array(rows, pa.int64())
+                texts = (image if whole else image.take(idx)).to_pylist()
+                imgs = [loads(x) for x in texts]
+                if json_srcs:
+                    for j, img in enumerate(imgs):
+                        if any(s in img for s in json_srcs):
+                            exact = _parse_keep_numbers(texts[j])
+                            for s in json_srcs:
+                                if s in img:
+                                    img[s] = _fragments(exact[s])
+                del texts
+                missing = False
+                got: dict[int, Any] = {}
+                for s, i, kind, sql, col_sql in conv_cols:
+                    vals = [img.get(s, _MISSING) for img in imgs]
+                    if _MISSING in vals:
+                        missing = True
+                        vals = [None if v is _MISSING else v for v in vals]
+                    got[i] = _arrow_column(kind, sql, col_sql, vals, col_types[i])
+                # the images' shapes: full (the usual case) or not
+                nsrc = len(src_set)
+                rows_l = rows.tolist()
+                if not missing and all(len(img) == nsrc for img in imgs):
+                    for r in rows_l:
+                        absent[r] = []
+                        mismatch[r] = False
+                    misses: list[list[str]] | None = None
                 else:
-                    miss = [slot[s] for s in srcs if s not in img]
-                    mismatch[r] = any(s not in src_set for s in img)
-                if op == "update" and npk:
-                    before = befores[r]
-                    if conv_keys and before is not None:
-                        old = loads(before)
-                        for s, i, conv in conv_keys:
-                            if s in old:
-                                olds[i][r] = conv(old[s])
-                    # an after image without a key column (MINIMAL) keeps the before value
-                    for i, c in enumerate(self.pk):
-                        if c in miss:
-                            values[pk_index[i]][r] = olds[i][r]
-                    miss = [c for c in miss if c not in pk_set]
-                absent[r] = miss
+                    misses = []
+                    for r, img in zip(rows_l, imgs):
+                        miss = [slot[s] for s in srcs if s not in img]
+                        mismatch[r] = any(s not in src_set for s in img)
+                        misses.append(miss)
+                olds: dict[int, Any] = {}
+                if npk:
+                    ops = (b.column("op") if whole else b.column("op").take(idx)).to_pylist()
+                    befores = (b.column("before") if whole
+                               else b.column("before").take(idx)).to_pylist()
+                    old_imgs = [loads(x) if o == "update" and x is not None else None
+                                for o, x in zip(ops, befores)]
+                    if conv_keys and any(o is not None for o in old_imgs):
+                        for s, i, kind, sql, col_sql in conv_keys:
+                            vals = [None if o is None else o.get(s) for o in old_imgs]
+                            olds[i] = _arrow_column(kind, sql, col_sql, vals, old_types[i])
+                    if misses is not None:
+                        # an after image without a key column (MINIMAL) keeps the before value
+                        for k, c in enumerate(self.pk):
+                            fill = [o == "update" and c in miss for o, miss in zip(ops, misses)]
+                            if any(fill):
+                                old = olds.get(k, pa.nulls(m, old_types[k]))
+                                pi = pk_index[k]
+                                got[pi] = pc.if_else(pa.array(fill), old.cast(col_types[pi]),
+                                                     got.get(pi, pa.nulls(m, col_types[pi])))
+                        misses = [[c for c in miss if c not in pk_set] if o == "update"
+                                  else miss for o, miss in zip(ops, misses)]
+                if misses is not None:
+                    for r, miss in zip(rows_l, misses):
+                        absent[r] = miss
+                for i in range(width):
+                    parts[i].append(got.get(i, pa.nulls(m, col_types[i])))
+                for i in range(npk):
+                    old_parts[i].append(olds.get(i, pa.nulls(m, old_types[i])))
+                where[rows] = np.arange(done, done + m)
+                done += m
+            placed = done == n and bool((where == np.arange(n)).all())
+            take = None if placed else pa.array(np.where(where < 0, done, where), pa.int64())
+
             arrays = [b.column("txn_id"), b.column("op"), b.column("order_seq"),
                       b.column("order_pos"), b.column("order_idx"), b.column("commit_ts"),
                       pa.array(layout, pa.int32()), b.column("__bl_in_cl")]
-            schema = self.arrow_schema
-            base = len(arrays)
             for i in range(width):
-                arrays.append(pa.array(values[i], schema.field(base + i).type))
+                arrays.append(_assemble(parts[i], col_types[i], take))
             arrays.append(pa.array(absent, schema.field(base + width).type))
             arrays.append(pa.array(mismatch, pa.bool_()))
             for i in range(npk):
-                arrays.append(pa.array(olds[i], schema.field(base + width + 2 + i).type))
+                arrays.append(_assemble(old_parts[i], old_types[i], take))
             yield pa.RecordBatch.from_arrays(
                 [a.cast(schema.field(j).type) if a.type != schema.field(j).type else a
                  for j, a in enumerate(arrays)], schema=schema)
