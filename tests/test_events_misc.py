@@ -738,7 +738,9 @@ def test_whole_corpus_decodes() -> None:
                 assert ev.error.offset is not None and ev.pos <= ev.error.offset < ev.pos + ev.size
             elif ev.data is not None:
                 seen.add(ev.type_code)
-                orjson.dumps(ev.data)  # plain JSON types only (a str key, no bytes/tuples)
+                # plain JSON types only (a str key, no bytes/tuples), but for the fields
+                # kept for binlake itself ("_"), which are not rendered
+                orjson.dumps({k: v for k, v in ev.data.items() if k[0] != "_"})
     assert len(seen) >= 22
 
 
@@ -1157,3 +1159,28 @@ def test_truncated_and_mangled_bodies_raise_only_binlog_errors() -> None:
                 assert exc.offset is not None and 5000 <= exc.offset <= 5000 + len(body)
             tried += 1
     assert tried > 1000
+
+
+def test_statement_text_keeps_its_utf8_bytes_only_when_they_are_utf8() -> None:
+    """Annotate_rows / Rows_query: ``_utf8`` (not rendered) holds the logged bytes when they
+    are the text's UTF-8 (the lake hands them to Arrow as they are), and is absent when the
+    text was decoded from another charset."""
+    from binlake.lake.extract import STATEMENT_INLINE, _statement_value
+
+    text = "INSERT INTO t VALUES ('caf\u00e9 \U0001f600')"
+    d = dec(E.ANNOTATE_ROWS, text.encode(), mariadb=True)
+    assert d["query"] == text and d["_utf8"] == text.encode()
+    d = dec(E.ROWS_QUERY, b"\x05" + text.encode())
+    assert d["query"] == text and d["_utf8"] == text.encode()
+    latin = dec(E.ANNOTATE_ROWS, b"INSERT INTO t VALUES ('caf\xe9')", mariadb=True)
+    assert latin["query_charset"] == "latin1" and "_utf8" not in latin
+    # the bytes stand for that very text object only, and only when no cut is needed
+    known = {id(text): (text, text.encode())}
+    assert _statement_value(text, known, True) == text.encode()
+    assert _statement_value(text[:], known, True) == text.encode()  # (the same object)
+    assert _statement_value("".join(text), known, True) == text
+    long = "x" * (STATEMENT_INLINE + 5)
+    longs = {id(long): (long, long.encode())}
+    assert _statement_value(long, longs, True) == "x" * STATEMENT_INLINE + "\u2026"
+    assert _statement_value(long, longs, False) == long.encode()
+    assert _statement_value(None, known, True) is None

@@ -254,8 +254,9 @@ def rows_query(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
     # ignores it and takes the query to the end of the body.
     cur = Cursor(ctx, body, pos, "Rows_query", ctx.fde.post_header_len(E.ROWS_QUERY))
     cur.skip(1, "length byte")
-    text, charset = decode_sql_text(cur.rest(), None)
-    return {"query": text, "query_charset": charset}
+    raw = cur.rest()
+    text, charset = decode_sql_text(raw, None)
+    return _sql_text(text, charset, raw)
 
 
 @register(E.ANNOTATE_ROWS)
@@ -263,7 +264,17 @@ def rows_query(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
 def annotate_rows(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
     # MariaDB log_event.cc Annotate_rows_log_event: the whole body is the statement text.
     text, charset = decode_sql_text(body, None)
-    return {"query": text, "query_charset": charset}
+    return _sql_text(text, charset, body)
+
+
+def _sql_text(text: str, charset: str, raw: bytes) -> dict[str, Any]:
+    """A statement text's fields; ``_utf8`` (not rendered) keeps the logged bytes when they
+    are the text's UTF-8, so that writers of UTF-8 (Arrow, Parquet) need not encode the
+    text again."""
+    d: dict[str, Any] = {"query": text, "query_charset": charset}
+    if charset == "utf8":
+        d["_utf8"] = bytes(raw)
+    return d
 
 
 # -- MySQL group replication / XA -----------------------------------------------------------

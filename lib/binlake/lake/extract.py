@@ -42,6 +42,7 @@ STATEMENT_INLINE = 1024
 
 
 _OPTS = orjson.OPT_PASSTHROUGH_SUBCLASS
+_STATEMENT_EVENTS = frozenset({E.ANNOTATE_ROWS, E.ROWS_QUERY})
 
 
 def _json(v: Any) -> str | None:
@@ -90,12 +91,32 @@ def change_record(t: Transaction, c: RowChange, pk: list[str] | None,
 
 
 def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | None,
-                 pk: list[str] | None) -> tuple[Any, ...]:
-    """The hot path of :func:`change_record`: the values in CHANGE_FIELDS order."""
+                 pk: list[str] | None, utf8: dict[int, tuple[str, bytes]] | None = None
+                 ) -> tuple[Any, ...]:
+    """The hot path of :func:`change_record`: the values in CHANGE_FIELDS order.  ``utf8``:
+    see :func:`_statement_value`."""
     order = c.order or (None, None, None)
+    st = c.statement
     return (txn_id, gtid, order[0], order[1], order[2], commit_us, c.db, c.table, c.op,
             _json(c.before), _json(c.after), _pk(c, pk) if pk else None,
-            _inline(c.statement), c.statement_pos, c.file, c.pos, c.row)
+            _statement_value(st, utf8, True) if utf8 else _inline(st), c.statement_pos,
+            c.file, c.pos, c.row)
+
+
+def _statement_value(text: str | None, utf8: dict[int, tuple[str, bytes]] | None,
+                     inline: bool) -> str | bytes | None:
+    """A statement text as the tables take it: the logged UTF-8 bytes when ``utf8`` (text
+    id -> (text, bytes), from the events' ``_utf8``) has them for this very text object and
+    no cut is needed (Arrow takes UTF-8 bytes as a string without encoding the text again,
+    and checks them), else the text (cut to STATEMENT_INLINE characters when ``inline``)."""
+    if text is None:
+        return None
+    if utf8:
+        known = utf8.get(id(text))
+        if known is not None and known[0] is text and (not inline
+                                                       or len(text) <= STATEMENT_INLINE):
+            return known[1]
+    return _inline(text) if inline else text
 
 
 def _inline(text: str | None) -> str | None:
@@ -242,6 +263,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
     statements_seen: set[int] = set()
+    utf8: dict[int, tuple[str, bytes]] = {}  # statement texts' logged UTF-8 bytes
     info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
                             "start": task.start, "end": task.end, "events": 0,
                             "first_ts": None, "last_ts": None, "first_gtid": None,
@@ -266,14 +288,19 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                     info["error"] = str(ev.error)
                     info["error_offset"] = ev.error.offset
                     info["error_kind"] = ev.error.kind
-            if ev.type_code == E.TABLE_MAP:
+            if ev.type_code in _STATEMENT_EVENTS:
+                raw = ev.data.get("_utf8")
+                if raw is not None:
+                    text = ev.data["query"]
+                    utf8[id(text)] = (text, raw)
+            elif ev.type_code == E.TABLE_MAP:
                 tm = ev.data.get("_table_map")
                 if tm is not None:
                     key = (tm.db, tm.table)
                     names = tm.column_names
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
-                _emit(out, item, pks, info, statements_seen)
+                _emit(out, item, pks, info, statements_seen, utf8)
     except BinlogError as exc:
         if info["error"] is None:
             info["error"] = str(exc)
@@ -302,18 +329,19 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
 
 
 def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
-                seen: set[int]) -> None:
+                seen: set[int], utf8: dict[int, tuple[str, bytes]] | None = None) -> None:
     for c in changes:
         if c.statement_pos is not None and c.statement is not None \
                 and c.statement_pos not in seen:
             seen.add(c.statement_pos)
             out.append((STATEMENT, {"file": c.file, "statement_pos": c.statement_pos,
-                                    "statement": c.statement}))
+                                    "statement": _statement_value(c.statement, utf8, False)}))
 
 
 def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
-          statements_seen: set[int]) -> None:
+          statements_seen: set[int], utf8: dict[int, tuple[str, bytes]] | None = None
+          ) -> None:
     if isinstance(item, XaMarker):
         info["transactions"] += 1  # the XA it decides is a transaction ending in this file
         out.append((XA_END, {"xa_format_id": item.xid.format_id, "xa_gtrid": item.xid.gtrid,
@@ -321,7 +349,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
                              "part": item.part.to_dict(), "end_event": item.end_event,
                              "server_id": item.server_id}))
         return
-    _statements(out, item.changes, statements_seen)
+    _statements(out, item.changes, statements_seen, utf8)
     if item.status == XA_PREPARED:
         from ..txn.xa import dump_pending
 
@@ -350,7 +378,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
         if c.applied:
             n += 1
             out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,
-                                             pks.get((c.db, c.table)))))
+                                             pks.get((c.db, c.table)), utf8)))
     info["rows"] += n
 
 
@@ -480,18 +508,36 @@ class DataSink:
         import pyarrow as pa
 
         out_t = self.tables[table]
+        keys: list[Any] = []
+        for col, transform in out_t.partition:
+            pvals: list[Any] = [self.source] * n if col == "source" else columns[col]
+            keys.append([None if v is None else v // _DAY_US for v in pvals]
+                        if transform == "day" else pvals)
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        if keys:
+            for i, key in enumerate(zip(*keys)):
+                groups.setdefault(key, []).append(i)
+        else:
+            groups[()] = []
+        if len(groups) > 1:
+            # the rows in partition order, as Python lists (cheaper than Arrow takes of the
+            # converted columns, which copy every string): each partition is then a slice
+            order = [i for rows in groups.values() for i in rows]
+            columns = {c: [vals[i] for i in order] for c, vals in columns.items()
+                       if c in out_t.schema.names}
         arrays = []
         for f in out_t.schema:
             vals: list[Any] = ([self.source] * n if f.name == "source" else
                                [self.run_id] * n if f.name == "run_id" else columns[f.name])
             arrays.append(_arrow_array(vals, f.type))
         data = pa.Table.from_arrays(arrays, schema=out_t.schema)
-        keys: list[Any] = []
-        for col, transform in out_t.partition:
-            pvals: list[Any] = [self.source] * n if col == "source" else columns[col]
-            keys.append([None if v is None else v // _DAY_US for v in pvals]
-                        if transform == "day" else pvals)
-        return self._write_parts(table, tag, file, data, keys, keep)
+        pieces = []
+        at = 0
+        for key, rows in groups.items():
+            m = len(rows) if len(groups) > 1 else n
+            pieces.append((key, data.slice(at, m) if len(groups) > 1 else data))
+            at += m
+        return self._write_files(table, tag, file, pieces, keep)
 
     def _write_parts(self, table: str, tag: str, file: str, data: Any,
                      keys: list[list[Any]],
@@ -500,24 +546,33 @@ class DataSink:
         """``data`` (an Arrow table in ``table``'s schema) as one data file per partition
         value; ``keys``: per partition field, every row's partition value."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        out_t = self.tables[table]
         groups: dict[tuple[Any, ...], list[int]] = {}
         for i, key in enumerate(zip(*keys)):
             groups.setdefault(key, []).append(i)
         if not keys:
             groups = {(): list(range(data.num_rows))}
+        pieces = [(key, data.take(pa.array(rows, pa.int64())) if len(groups) > 1 else data)
+                  for key, rows in groups.items()]
+        return self._write_files(table, tag, file, pieces, keep)
+
+    def _write_files(self, table: str, tag: str, file: str,
+                     pieces: list[tuple[tuple[Any, ...], Any]],
+                     keep: list[tuple[tuple[Any, ...], Any]] | None = None
+                     ) -> list[dict[str, Any]]:
+        """One data file of ``table`` per (partition value, Arrow table) of ``pieces``."""
+        import pyarrow.parquet as pq
+
+        out_t = self.tables[table]
         fs, base = data_filesystem(out_t.location, self.s3_endpoint)
         out = []
         short = table.rsplit(".", 1)[-1]
-        for k, (key, rows) in enumerate(groups.items()):
-            part = data.take(pa.array(rows, pa.int64())) if len(groups) > 1 else data
+        for k, (key, part) in enumerate(pieces):
             name = f"{short}-{_safe(self.run_id)}-{self.attempt}-{tag}-{k}.parquet"
             pq.write_table(part, f"{base.rstrip('/')}/{name}", filesystem=fs,
                            compression="zstd",
-                           use_dictionary=[c for c in _DICT_COLS if c in data.column_names])
-            out.append({"table": table, "file": file, "rows": len(rows),
+                           use_dictionary=[c for c in _DICT_COLS if c in part.column_names])
+            out.append({"table": table, "file": file, "rows": part.num_rows,
                         "path": _uri(out_t.location, name), "partition": list(key)})
             if keep is not None:
                 keep.append((key, part))
