@@ -1174,13 +1174,17 @@ def test_statement_text_keeps_its_utf8_bytes_only_when_they_are_utf8() -> None:
     assert d["query"] == text and d["_utf8"] == text.encode()
     latin = dec(E.ANNOTATE_ROWS, b"INSERT INTO t VALUES ('caf\xe9')", mariadb=True)
     assert latin["query_charset"] == "latin1" and "_utf8" not in latin
-    # the bytes stand for that very text object only, and only when no cut is needed
-    known = {id(text): (text, text.encode())}
+    # the bytes stand for that very text object only
+    known: dict[int, list[Any]] = {id(text): [text, text.encode(), None]}
     assert _statement_value(text, known, True) == text.encode()
     assert _statement_value(text[:], known, True) == text.encode()  # (the same object)
     assert _statement_value("".join(text), known, True) == text
-    long = "x" * (STATEMENT_INLINE + 5)
-    longs = {id(long): (long, long.encode())}
-    assert _statement_value(long, longs, True) == "x" * STATEMENT_INLINE + "\u2026"
+    # a long text: the whole of it, or its cut, encoded once for all the rows it changed
+    long = "\u00e9" * (STATEMENT_INLINE + 5)
+    longs: dict[int, list[Any]] = {id(long): [long, long.encode(), None]}
+    cut = _statement_value(long, longs, True)
+    assert cut == ("\u00e9" * STATEMENT_INLINE + "\u2026").encode()
+    assert _statement_value(long, longs, True) is cut
     assert _statement_value(long, longs, False) == long.encode()
+    assert _statement_value(long, {}, True) == "\u00e9" * STATEMENT_INLINE + "\u2026"
     assert _statement_value(None, known, True) is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -91,7 +91,7 @@ def change_record(t: Transaction, c: RowChange, pk: list[str] | None,
 
 
 def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | None,
-                 pk: list[str] | None, utf8: dict[int, tuple[str, bytes]] | None = None
+                 pk: list[str] | None, utf8: dict[int, list[Any]] | None = None
                  ) -> tuple[Any, ...]:
     """The hot path of :func:`change_record`: the values in CHANGE_FIELDS order.  ``utf8``:
     see :func:`_statement_value`."""
@@ -103,19 +103,23 @@ def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | N
             c.file, c.pos, c.row)
 
 
-def _statement_value(text: str | None, utf8: dict[int, tuple[str, bytes]] | None,
+def _statement_value(text: str | None, utf8: dict[int, list[Any]] | None,
                      inline: bool) -> str | bytes | None:
-    """A statement text as the tables take it: the logged UTF-8 bytes when ``utf8`` (text
-    id -> (text, bytes), from the events' ``_utf8``) has them for this very text object and
-    no cut is needed (Arrow takes UTF-8 bytes as a string without encoding the text again,
-    and checks them), else the text (cut to STATEMENT_INLINE characters when ``inline``)."""
+    """A statement text as the tables take it (cut to STATEMENT_INLINE characters when
+    ``inline``): as UTF-8 bytes when ``utf8`` (text id -> [text, its logged UTF-8 bytes,
+    the cut's bytes or None], from the events' ``_utf8``) knows this very text object, else
+    as text.  Arrow takes UTF-8 bytes as a string after checking them, without encoding
+    the text again; a cut shared by the rows of one long statement is encoded once."""
     if text is None:
         return None
     if utf8:
         known = utf8.get(id(text))
-        if known is not None and known[0] is text and (not inline
-                                                       or len(text) <= STATEMENT_INLINE):
-            return known[1]
+        if known is not None and known[0] is text:
+            if not inline or len(text) <= STATEMENT_INLINE:
+                return cast(bytes, known[1])
+            if known[2] is None:
+                known[2] = cast(str, _inline(text)).encode()
+            return cast(bytes, known[2])
     return _inline(text) if inline else text
 
 
@@ -263,7 +267,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
     statements_seen: set[int] = set()
-    utf8: dict[int, tuple[str, bytes]] = {}  # statement texts' logged UTF-8 bytes
+    utf8: dict[int, list[Any]] = {}  # statement texts' logged UTF-8 bytes
     info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
                             "start": task.start, "end": task.end, "events": 0,
                             "first_ts": None, "last_ts": None, "first_gtid": None,
@@ -292,7 +296,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                 raw = ev.data.get("_utf8")
                 if raw is not None:
                     text = ev.data["query"]
-                    utf8[id(text)] = (text, raw)
+                    utf8[id(text)] = [text, raw, None]
             elif ev.type_code == E.TABLE_MAP:
                 tm = ev.data.get("_table_map")
                 if tm is not None:
@@ -329,7 +333,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
 
 
 def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
-                seen: set[int], utf8: dict[int, tuple[str, bytes]] | None = None) -> None:
+                seen: set[int], utf8: dict[int, list[Any]] | None = None) -> None:
     for c in changes:
         if c.statement_pos is not None and c.statement is not None \
                 and c.statement_pos not in seen:
@@ -340,7 +344,7 @@ def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
 
 def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
-          statements_seen: set[int], utf8: dict[int, tuple[str, bytes]] | None = None
+          statements_seen: set[int], utf8: dict[int, list[Any]] | None = None
           ) -> None:
     if isinstance(item, XaMarker):
         info["transactions"] += 1  # the XA it decides is a transaction ending in this file
