@@ -2,9 +2,12 @@
 
 :mod:`binlake.lake.typed` decides the typed columns of a source table and which layout is in
 force for each row change; this module turns the JSON row images of ``row_changes`` (the
-``binlake decode --rows`` value contract) into those columns.  One ``orjson.loads`` per image
-and a small function per column: much cheaper than Spark's ``from_json`` with a schema per
-layout and second parses for hex strings and JSON documents.
+``binlake decode --rows`` value contract) into those columns.  One ``orjson.loads`` per image,
+then column by column: a column of plain values (integers, digit strings, ISO dates and times,
+text) is cast in Arrow, any other one goes value by value through the small functions below,
+which define the conversion (the Arrow casts give the same values, or give up).  Much cheaper
+than Spark's ``from_json`` with a schema per layout and second parses for hex strings and JSON
+documents.
 
 Conversions (the source column's typed form -> the typed column's type, which may be a wider
 one after schema evolution); a value that does not fit its type is NULL, like ``try_cast``:
