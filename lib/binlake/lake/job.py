@@ -477,9 +477,12 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         stored = spark.table(settings.table(XA_PREPARES)).where(
             (F.col("source") == settings.source)
             & ~F.col("prepare_file").isin(sorted(run_files))).select(*cols)
-        # their changes and transactions are written by the executors too
+        # their changes and transactions are written by the executors too: in one round
+        # of tasks (one per core; not one per decode range and more), each writing its own
+        # data files, so that fewer small files are written, read back and committed
         for r in preps_df.select(*cols).unionByName(stored).join(
-                F.broadcast(res_df), ["prepare_file", "prepare_pos"]).mapInArrow(
+                F.broadcast(res_df), ["prepare_file", "prepare_pos"]).coalesce(
+                max(1, sc.defaultParallelism)).mapInArrow(
                 partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).where(
                 kind.isin(X.WRITTEN, X.TYPED)).select("kind", "meta").collect():
             (to_add if r["kind"] == X.WRITTEN else typed_stats).append(X.meta_of(r))
