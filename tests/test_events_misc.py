@@ -701,6 +701,9 @@ def test_mariadb_annotate_rows_and_start_encryption() -> None:
     w = walk(CORPUS / "libs/rust_mysql_common/mariadb-bin.000001")
     annotations = [e.data["query"] for e in w.of(E.ANNOTATE_ROWS) if e.data]
     assert len(annotations) == 2 and all(a.upper().startswith("INSERT") for a in annotations)
+    # the logged bytes kept for the lake are the event body, and the text's UTF-8
+    for e in w.of(E.ANNOTATE_ROWS):
+        assert e.data["_utf8"] == e.body and e.data["_utf8"].decode() == e.data["query"]
     enc = walk(CORPUS / "mariadb-11.8/std_data/binlog_before_20574.bin")
     (start,) = [e.data for e in enc.of(E.START_ENCRYPTION)]
     assert start is not None and start["scheme"] == 1 and len(start["nonce_hex"]) == 24

@@ -99,8 +99,7 @@ def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | N
     st = c.statement
     return (txn_id, gtid, order[0], order[1], order[2], commit_us, c.db, c.table, c.op,
             _json(c.before), _json(c.after), _pk(c, pk) if pk else None,
-            _statement_value(st, utf8, True) if utf8 else _inline(st), c.statement_pos,
-            c.file, c.pos, c.row)
+            _statement_value(st, utf8, True), c.statement_pos, c.file, c.pos, c.row)
 
 
 def _statement_value(text: str | None, utf8: dict[int, list[Any]] | None,
@@ -517,12 +516,7 @@ class DataSink:
             pvals: list[Any] = [self.source] * n if col == "source" else columns[col]
             keys.append([None if v is None else v // _DAY_US for v in pvals]
                         if transform == "day" else pvals)
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        if keys:
-            for i, key in enumerate(zip(*keys)):
-                groups.setdefault(key, []).append(i)
-        else:
-            groups[()] = []
+        groups = _partition_groups(keys, n)
         if len(groups) > 1:
             # the rows in partition order, as Python lists (cheaper than Arrow takes of the
             # converted columns, which copy every string): each partition is then a slice
@@ -538,9 +532,8 @@ class DataSink:
         pieces = []
         at = 0
         for key, rows in groups.items():
-            m = len(rows) if len(groups) > 1 else n
-            pieces.append((key, data.slice(at, m) if len(groups) > 1 else data))
-            at += m
+            pieces.append((key, data.slice(at, len(rows))))
+            at += len(rows)
         return self._write_files(table, tag, file, pieces, keep)
 
     def _write_parts(self, table: str, tag: str, file: str, data: Any,
@@ -551,11 +544,7 @@ class DataSink:
         value; ``keys``: per partition field, every row's partition value."""
         import pyarrow as pa
 
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for i, key in enumerate(zip(*keys)):
-            groups.setdefault(key, []).append(i)
-        if not keys:
-            groups = {(): list(range(data.num_rows))}
+        groups = _partition_groups(keys, data.num_rows)
         pieces = [(key, data.take(pa.array(rows, pa.int64())) if len(groups) > 1 else data)
                   for key, rows in groups.items()]
         return self._write_files(table, tag, file, pieces, keep)
@@ -724,6 +713,17 @@ class DataSink:
                                       _columns(recs, self.tables[table].schema, rename, scale),
                                       len(recs))
         return rest + [(WRITTEN, w) for w in written] + typed_out
+
+
+def _partition_groups(keys: list[list[Any]], n: int) -> dict[tuple[Any, ...], list[int]]:
+    """The indexes of ``n`` rows by partition value (``keys``: per partition field, every
+    row's value; none: one group of every row), groups in order of first appearance."""
+    if not keys:
+        return {(): list(range(n))}
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, key in enumerate(zip(*keys)):
+        groups.setdefault(key, []).append(i)
+    return groups
 
 
 def _safe(name: str) -> str:

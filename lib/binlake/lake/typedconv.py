@@ -358,8 +358,9 @@ class Converter:
         self.pk = pk
         self.arrow_schema = arrow_schema
 
-    def _layouts(self, b: Any) -> Any:
-        """Each row's layout id (a numpy int32 array)."""
+    def _layouts(self, b: Any, points: dict[int, tuple[Any, Any]]) -> Any:
+        """Each row's layout id (a numpy int32 array); ``points``: per file sequence, the
+        positions where a layout takes effect and its ids (numpy arrays)."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -369,12 +370,11 @@ class Converter:
         poss = pc.fill_null(b.column("pos"), 0).to_numpy(zero_copy_only=False)
         codes = pc.fill_null(files.indices, -1).to_numpy(zero_copy_only=False)
         for code, name in enumerate(files.dictionary.to_pylist()):
-            pts = self.points.get(file_seq(name))
-            if not pts:
+            pts = points.get(file_seq(name))
+            if pts is None:
                 continue
+            at, gids = pts
             rows = np.nonzero(codes == code)[0]
-            at = np.array([p for p, _ in pts], dtype=np.int64)
-            gids = np.array([g for _, g in pts], dtype=np.int32)
             k = np.searchsorted(at, poss[rows], side="right") - 1
             layout[rows] = np.where(k >= 0, gids[np.maximum(k, 0)], NO_LAYOUT)
         return layout
@@ -389,7 +389,10 @@ class Converter:
         npk = len(self.pk)
         pk_index = [col_index[c] for c in self.pk]
         schema = self.arrow_schema
-        base = 8  # the columns before the typed ones (see the arrays below)
+        base = schema.get_field_index("__bl_in_cl") + 1  # the typed columns follow it
+        points = {seq: (np.array([p for p, _ in pts], dtype=np.int64),
+                        np.array([g for _, g in pts], dtype=np.int32))
+                  for seq, pts in self.points.items() if pts}
         col_types = [schema.field(base + i).type for i in range(width)]
         old_types = [schema.field(base + width + 2 + i).type for i in range(npk)]
         # per group: [(source, value index, kind, sql, col sql)], [(source, key index, ...)]
@@ -406,7 +409,7 @@ class Converter:
         pk_set = set(self.pk)
         for b in batches:
             n = b.num_rows
-            layout = self._layouts(b)
+            layout = self._layouts(b, points)
             is_delete = pc.fill_null(pc.equal(b.column("op"), "delete"), False)
             image = pc.if_else(is_delete, b.column("before"), b.column("after"))
             has_image = pc.is_valid(image).to_numpy(zero_copy_only=False)
@@ -427,9 +430,13 @@ class Converter:
                 m = len(rows)
                 if not m:
                     continue
-                whole = m == n
-                idx = None if whole else pa.array(rows, pa.int64())
-                texts = (image if whole else image.take(idx)).to_pylist()
+                idx = None if m == n else pa.array(rows, pa.int64())
+
+                def pick(column: Any, idx: Any = idx) -> list[Any]:
+                    """This group's values of ``column`` (a batch column) in Python."""
+                    return (column if idx is None else column.take(idx)).to_pylist()
+
+                texts = pick(image)
                 imgs = [loads(x) for x in texts]
                 if json_srcs:
                     for j, img in enumerate(imgs):
@@ -463,9 +470,8 @@ class Converter:
                         misses.append(miss)
                 olds: dict[int, Any] = {}
                 if npk:
-                    ops = (b.column("op") if whole else b.column("op").take(idx)).to_pylist()
-                    befores = (b.column("before") if whole
-                               else b.column("before").take(idx)).to_pylist()
+                    ops = pick(b.column("op"))
+                    befores = pick(b.column("before"))
                     old_imgs = [loads(x) if o == "update" and x is not None else None
                                 for o, x in zip(ops, befores)]
                     if conv_keys and any(o is not None for o in old_imgs):
