@@ -1294,13 +1294,19 @@ def test_retry_busy_runs_a_refused_commit_again() -> None:
     assert len(always) == 3
 
 
-def test_engine_known_from_a_skipped_earlier_file(spark: Any, tmp_path_factory: Any,
-                                                  mariadb_template: Path) -> None:
+@dataclass
+class EngineFiles:
+    first: Path  # CREATE TABLE eng.i ENGINE=InnoDB, eng.m ENGINE=MyISAM
+    second: Path  # a STATEMENT-format BEGIN ... ROLLBACK changing both
+
+
+@pytest.fixture(scope="module")
+def engine_files(tmp_path_factory: Any, mariadb_template: Path) -> EngineFiles:
     """A real server: a MyISAM table created in one file, a statement-format transaction
-    that changes it rolled back in the next.  The second run is given both files: the first
-    is skipped (loaded before), yet its DDL seeds the second file's ranges, so the ROLLBACK
-    is recorded as having non-transactional changes that happened (WL#2687), as the
-    transaction layer reading both files in order says."""
+    that changes it and an InnoDB table rolled back in the next.  The transaction layer
+    reading both files in order says the ROLLBACK group has non-transactional changes that
+    happened (WL#2687); reading the second file alone it cannot know (the truth checked
+    here, so the tests below can fail)."""
     from binlake.txn.build import build_transactions
 
     srv = start_server(tmp_path_factory.mktemp("engine-srv"), mariadb_template)
@@ -1327,19 +1333,110 @@ def test_engine_known_from_a_skipped_earlier_file(spark: Any, tmp_path_factory: 
             shutil.copyfile(f, out / f.name)
     finally:
         srv.stop(timeout=30)
-    first, second = out / first.name, out / second.name
-    truth = [t for t in build_transactions([str(first), str(second)]).transactions
+    files = EngineFiles(out / first.name, out / second.name)
+    truth = [t for t in build_transactions([str(files.first), str(files.second)]).transactions
              if t.part.file == second.name and t.status == "rolled_back"]
     assert len(truth) == 1 and truth[0].nontransactional is True, truth
+    alone = [t for t in build_transactions([str(files.second)]).transactions
+             if t.status == "rolled_back"]
+    assert len(alone) == 1 and alone[0].nontransactional is False, alone
+    return files
 
+
+def _rolled_back(spark: Any, settings: Any, file: str) -> list[dict[str, Any]]:
+    return [r for r in read_table(spark, settings, "transactions")
+            if r["end_file"] == file and r["status"] == "rolled_back"]
+
+
+def test_engine_known_from_a_skipped_earlier_file(spark: Any, tmp_path_factory: Any,
+                                                  engine_files: EngineFiles) -> None:
+    """The second run is given both files: the first is skipped (loaded before), yet its DDL
+    seeds the second file's ranges."""
+    first, second = engine_files.first, engine_files.second
     settings = make_lake(spark, tmp_path_factory.mktemp("engine-lakes"), "engine")
     load(spark, settings, [first], "engine-1")
     s2 = load(spark, settings, [first, second], "engine-2")
     assert {f["file"]: f["status"] for f in s2.files} == {first.name: "skipped",
                                                           second.name: "loaded"}
-    got = [r for r in read_table(spark, settings, "transactions")
-           if r["end_file"] == second.name and r["status"] == "rolled_back"]
+    got = _rolled_back(spark, settings, second.name)
     assert len(got) == 1 and got[0]["nontransactional"] is True, got
+
+
+def test_engine_known_from_an_earlier_run(spark: Any, tmp_path_factory: Any,
+                                          engine_files: EngineFiles) -> None:
+    """A nightly run is given only the night's files: the table engines the DDL of files
+    loaded by earlier runs left come from ``files.engines`` (the state at the end of each
+    loaded file), so the second file loaded alone gives the same transactions as the two
+    files loaded together."""
+    first, second = engine_files.first, engine_files.second
+    settings = make_lake(spark, tmp_path_factory.mktemp("engine-lakes-run"), "engine_run")
+    s1 = load(spark, settings, [first], "engine-run-1")
+    assert not [f for f in s1.findings if f["kind"] == "engines_unknown_before_run"]
+    files = {r["file"]: r for r in read_table(spark, settings, "files")}
+    assert sorted(files[first.name]["engines"]) == ["eng.i=1", "eng.m=0"], files
+    s2 = load(spark, settings, [second], "engine-run-2")
+    assert [f["status"] for f in s2.files] == ["loaded"]
+    got = _rolled_back(spark, settings, second.name)
+    assert len(got) == 1 and got[0]["nontransactional"] is True, got
+    files = {r["file"]: r for r in read_table(spark, settings, "files")}
+    # nothing in the second file changed an engine: it passes the state on
+    assert sorted(files[second.name]["engines"]) == ["eng.i=1", "eng.m=0"], files
+
+
+def test_lake_without_engines_column_is_migrated(spark: Any, tmp_path_factory: Any,
+                                                 engine_files: EngineFiles) -> None:
+    """A lake made before ``files.engines`` existed: the next load adds the column (the old
+    rows NULL), and since the earlier file recorded no engines, the run says so (a warning
+    finding) and takes the unknown table as transactional, as before."""
+    from binlake.lake import tables
+
+    first, second = engine_files.first, engine_files.second
+    settings = make_lake(spark, tmp_path_factory.mktemp("engine-lakes-old"), "engine_old")
+    load(spark, settings, [first], "engine-old-1")
+    files = settings.table("files")
+    spark.sql(f"ALTER TABLE {files} DROP COLUMN engines")  # as an older binlake made it
+    assert "engines" not in spark.table(files).columns
+    tables.ensure_tables(spark, settings)
+    assert "engines" in spark.table(files).columns
+    (old,) = read_table(spark, settings, "files")
+    assert old["file"] == first.name and old["engines"] is None, old
+    s2 = load(spark, settings, [second], "engine-old-2")
+    warned = [f for f in s2.findings if f["kind"] == "engines_unknown_before_run"]
+    assert [w["file"] for w in warned] == [first.name], s2.findings
+    got = _rolled_back(spark, settings, second.name)
+    assert len(got) == 1 and got[0]["nontransactional"] is False, got
+
+
+def test_engine_seed_is_the_newest_earlier_loaded_file() -> None:
+    from binlake.lake.job import Loaded, decode_engines, encode_engines, engine_seed
+
+    state = (("d.a", True), ("d.m", False))
+    assert decode_engines(encode_engines(state)) == state
+    assert decode_engines(["x.=y=0", "d.a=1"]) == (("d.a", True), ("x.=y", False))
+    loaded = {"b.000001": Loaded("s1", False, 1, (("d.m", True),)),
+              "b.000003": Loaded("s3", False, 3, state),
+              "b.000005": Loaded("s5", False, 5, (("d.z", False),))}
+    assert engine_seed(loaded, 4) == (state, "b.000003")
+    assert engine_seed(loaded, 3) == ((("d.m", True),), "b.000001")
+    assert engine_seed(loaded, 1) == ((), None)
+    assert engine_seed({"b.000002": Loaded("s", False, 2, None)}, 7) == ((), "b.000002")
+
+
+def test_end_states_follow_the_ddl_across_files() -> None:
+    """The state recorded at the end of each file: after the seed, the DDL of that file and
+    of every file before it."""
+    from binlake.lake import extract as X
+
+    ddl = [[(4, "d", "CREATE TABLE m (id INT) ENGINE=MyISAM")],
+           [],
+           [(9, "d", "ALTER TABLE m ENGINE=InnoDB"),
+            (20, None, "CREATE TABLE d.a (x INT) ENGINE=Aria")],
+           [(4, "d", "DROP TABLE a")]]
+    got = X.end_states(ddl, seed=(("d.old", False),))
+    assert got == [(("d.m", False), ("d.old", False)),
+                   (("d.m", False), ("d.old", False)),
+                   (("d.a", False), ("d.m", True), ("d.old", False)),
+                   (("d.m", True), ("d.old", False))]
 
 
 @pytest.mark.spark

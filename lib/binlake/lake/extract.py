@@ -250,6 +250,20 @@ def seeds_from(ddl: list[list[DdlEvent]], starts: list[list[int]],
     return out
 
 
+def end_states(ddl: list[list[DdlEvent]], seed: tuple[tuple[str, bool], ...] = ()
+               ) -> list[tuple[tuple[str, bool], ...]]:
+    """Driver side: what the DDL says about table engines at the end of each file (after
+    ``seed``, then every DDL statement of that file and of the files before it): what
+    ``files.engines`` records, to seed the next run."""
+    tracker = EngineTracker(seen_ddl=seed)
+    out = []
+    for events in ddl:
+        for _, db, q in events:
+            tracker.observe_ddl(db, q)
+        out.append(tracker.ddl_state())
+    return out
+
+
 def engine_seeds(uris: list[str], starts: list[list[int]],
                  seed: tuple[tuple[str, bool], ...] = ()
                  ) -> list[list[tuple[tuple[str, bool], ...]]]:

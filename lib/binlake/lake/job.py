@@ -230,11 +230,47 @@ def check_branch_name(branch: str) -> None:
         raise ValueError(f"bad branch name {branch!r}: letters, digits, _ . - only, not main")
 
 
-def _loaded(spark: Any, settings: Settings) -> dict[str, tuple[str | None, bool]]:
-    """file name -> (sha256, was in use) of the files recorded as loaded for this source."""
-    return {r[0]: (r[1], bool(r[2])) for r in spark.table(settings.table(FILES)).where(
-        f"source = '{_q(settings.source)}' AND status = 'loaded'").select(
-        "file", "sha256", "in_use").collect()}
+@dataclass(frozen=True)
+class Loaded:
+    """What ``files`` records of a file loaded before: its sha256, whether the server was
+    still writing it, its sequence number and the table engines its DDL left (None: loaded
+    by a binlake that did not record them)."""
+
+    sha256: str | None
+    in_use: bool
+    seq: int | None
+    engines: tuple[tuple[str, bool], ...] | None
+
+
+def _loaded(spark: Any, settings: Settings) -> dict[str, Loaded]:
+    """file name -> :class:`Loaded`, for the files recorded as loaded for this source."""
+    return {r[0]: Loaded(r[1], bool(r[2]), r[3], None if r[4] is None else decode_engines(r[4]))
+            for r in spark.table(settings.table(FILES)).where(
+                f"source = '{_q(settings.source)}' AND status = 'loaded'").select(
+                "file", "sha256", "in_use", "seq", "engines").collect()}
+
+
+def encode_engines(state: tuple[tuple[str, bool], ...]) -> list[str]:
+    """An engine state (EngineTracker.ddl_state) as ``files.engines`` stores it:
+    ``db.table=1`` (transactional) or ``db.table=0``."""
+    return [f"{name}={int(transactional)}" for name, transactional in state]
+
+
+def decode_engines(values: Iterable[str]) -> tuple[tuple[str, bool], ...]:
+    return tuple(sorted((v.rsplit("=", 1)[0], v.endswith("=1")) for v in values))
+
+
+def engine_seed(loaded: dict[str, Loaded], first_seq: int
+                ) -> tuple[tuple[tuple[str, bool], ...], str | None]:
+    """The table engines the DDL of earlier runs' files left before file ``first_seq``: the
+    state recorded with the newest loaded file before it (and that file's name), or nothing
+    when there is none or it recorded none."""
+    before = [(info.seq, name, info.engines) for name, info in loaded.items()
+              if info.seq is not None and info.seq < first_seq]
+    if not before:
+        return (), None
+    _, name, engines = max(before)
+    return (engines or ()), name
 
 
 def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
@@ -256,7 +292,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # Two things at once: the catalog (tables created, what is loaded) on the driver, and a
     # survey of every file on the executors (sha256, transaction-aligned ranges, DDL).  A
     # file loaded before with the same bytes is skipped below: its survey is wasted.
-    def catalog() -> dict[str, tuple[str | None, bool]]:
+    def catalog() -> dict[str, Loaded]:
         ensure_tables(spark, settings)
         return _loaded(spark, settings)
 
@@ -280,15 +316,15 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         sha, size, recorded = hashes[f.name]
         # A file loaded while the server was still writing it (in use) is loaded again
         # when it has grown: what it gave before is replaced.
-        if f.name in loaded and not reload and not (loaded[f.name][1]
-                                                    and loaded[f.name][0] != sha):
-            if loaded[f.name][0] == sha:
+        if f.name in loaded and not reload and not (loaded[f.name].in_use
+                                                    and loaded[f.name].sha256 != sha):
+            if loaded[f.name].sha256 == sha:
                 others.append({"file": f.name, "seq": f.seq, "status": "skipped",
                                "error": None, "size": size})
             else:
                 others.append({"file": f.name, "seq": f.seq, "status": "conflict", "size": size,
                                "error": f"{f.uri}: sha256 {sha} differs from the loaded "
-                                        f"file's {loaded[f.name][0]}: not loaded again"})
+                                        f"file's {loaded[f.name].sha256}: not loaded again"})
             continue
         if recorded is not None and recorded != sha:
             failed[f.name] = (f"{f.uri}: sha256 {sha} differs from the sha256 {recorded} "
@@ -306,12 +342,26 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             if f.name not in failed and not isinstance(split[f.name], str)]
     split.update(zip(todo, group_ranges([split[n] for n in todo], sc.defaultParallelism,
                                         settings.split_bytes)))
-    # Table engines from the DDL before each range (a range alone would not see it), the
-    # DDL of every file given, in order.
+    # Table engines from the DDL before each range (a range alone would not see it): the
+    # state the newest earlier loaded file recorded (earlier runs' DDL), then the DDL of
+    # every file given, in order.
     splittable = [name for name, rs in split.items() if not isinstance(rs, str)]
+    seq_of = {f.name: f.seq for f in everything}
+    seed: tuple[tuple[str, bool], ...] = ()
+    if splittable:
+        seed, seeded_from = engine_seed(loaded, min(seq_of[n] for n in splittable))
+        if seeded_from is not None and loaded[seeded_from].engines is None:
+            summary.findings.append({
+                "kind": "engines_unknown_before_run", "severity": "warning",
+                "file": seeded_from, "pos": None, "source": settings.source,
+                "message": f"{seeded_from} was loaded by a binlake that did not record its "
+                           "table engines: tables made MyISAM/Aria/... by DDL in files loaded "
+                           "before this run are taken as transactional (give the earlier "
+                           "files again, or set nontransactional)"})
+    ddl = [surveys[n]["ddl"] for n in splittable]
     all_seeds = dict(zip(splittable, X.seeds_from(
-        [surveys[n]["ddl"] for n in splittable],
-        [[r.start for r in split[n]] for n in splittable])))
+        ddl, [[r.start for r in split[n]] for n in splittable], seed)))
+    end_engines = dict(zip(splittable, X.end_states(ddl, seed)))
     tasks: list[X.RangeTask] = []
     n_ranges: dict[str, int] = {}
     newest = everything[-1]
@@ -342,7 +392,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     phase("typed_prepare")
     try:
         _decode_and_write(spark, settings, run_id, summary, files, tasks, seqs,
-                          failed, hashes, n_ranges, prepared, phase)
+                          failed, hashes, n_ranges, prepared, phase, end_engines)
     finally:
         if stage_root is not None:
             clean_staging(stage_root)
@@ -404,7 +454,8 @@ def clean_staging(stage_root: str, now: float | None = None) -> list[str]:
 def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
                       files: list[BinlogFile], tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
                       hashes: dict[str, tuple[str, int, str | None]],
-                      n_ranges: dict[str, int], prepared: Any, phase: Any) -> None:
+                      n_ranges: dict[str, int], prepared: Any, phase: Any,
+                      end_engines: dict[str, tuple[tuple[str, bool], ...]]) -> None:
     from . import typed
 
     source = settings.source
@@ -446,7 +497,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     for info in ranges_info:
         if info["error"] and info["file"] not in failed:
             failed[info["file"]] = info["error"]
-    summary.findings = [dict(r, source=source) for k, r in small if k == X.FINDING]
+    summary.findings += [dict(r, source=source) for k, r in small if k == X.FINDING]
     typed_stats = [r for k, r in small if k == X.TYPED]
     bad = sorted(failed)
     written = [r for k, r in small if k == X.WRITTEN]
@@ -520,7 +571,8 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
 
     phase("typed")
     # Files last: a file's row says "loaded" only once its data is in.
-    file_rows = _file_rows(files, ranges_info, failed, hashes, n_ranges, run_id, source)
+    file_rows = _file_rows(files, ranges_info, failed, hashes, n_ranges, run_id, source,
+                           end_engines)
     fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
     _merge(spark, settings, FILES, fdf, ["file"], run_id,
            {"first_ts": "timestamp_seconds(first_ts)", "last_ts": "timestamp_seconds(last_ts)",
@@ -846,12 +898,17 @@ FILE_SCHEMA = ("source STRING, file STRING, seq INT, size BIGINT, sha256 STRING,
                "closed_cleanly BOOLEAN, first_ts BIGINT, last_ts BIGINT, first_gtid STRING, "
                "last_gtid STRING, events BIGINT, transactions BIGINT, row_changes BIGINT, "
                "ranges INT, status STRING, error STRING, error_offset BIGINT, run_id STRING, "
-               "loaded_at TIMESTAMP")
+               "loaded_at TIMESTAMP, engines ARRAY<STRING>")
 
 
 def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
                failed: dict[str, str], hashes: dict[str, tuple[str, int, str | None]],
-               n_ranges: dict[str, int], run_id: str, source: str) -> list[tuple[Any, ...]]:
+               n_ranges: dict[str, int], run_id: str, source: str,
+               end_engines: dict[str, tuple[tuple[str, bool], ...]] | None = None
+               ) -> list[tuple[Any, ...]]:
+    """The ``files`` rows of this run's files; ``engines`` is what the DDL up to the end of
+    a loaded file says of table engines (the next run's seed), None for a failed file."""
+    end_engines = end_engines or {}
     by_file: dict[str, list[dict[str, Any]]] = {}
     for info in ranges_info:
         by_file.setdefault(info["file"], []).append(info)
@@ -874,7 +931,9 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
                      first_ts, last_ts, first_gtid, last_gtid,
                      sum(i["events"] for i in infos), sum(i["transactions"] for i in infos),
                      sum(i["rows"] for i in infos), n_ranges.get(f.name, 0), status,
-                     failed.get(f.name), err_offset, run_id, None))
+                     failed.get(f.name), err_offset, run_id, None,
+                     None if status == "failed" or f.name not in end_engines
+                     else encode_engines(end_engines[f.name])))
     return rows
 
 

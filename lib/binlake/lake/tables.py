@@ -27,7 +27,7 @@ DDL: dict[str, tuple[str, str]] = {
         in_use BOOLEAN, closed_cleanly BOOLEAN, first_ts TIMESTAMP, last_ts TIMESTAMP,
         first_gtid STRING, last_gtid STRING, events BIGINT, transactions BIGINT,
         row_changes BIGINT, ranges INT, status STRING, error STRING, error_offset BIGINT,
-        run_id STRING, loaded_at TIMESTAMP""", "source"),
+        run_id STRING, loaded_at TIMESTAMP, engines ARRAY<STRING>""", "source"),
     TRANSACTIONS: ("""
         source STRING NOT NULL, txn_id STRING, gtid STRING, kind STRING, status STRING,
         begin_file STRING, begin_pos BIGINT, end_file STRING, end_pos BIGINT,
@@ -69,11 +69,21 @@ TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
                  "'write.wap.enabled'='true'")
 
 
+# Columns added after a table's first version: (table, column, type).  A lake made before
+# gets them (ALTER TABLE ... ADD COLUMN, NULL in the rows already there).
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (FILES, "engines", "ARRAY<STRING>"),
+)
+
+
 def ensure_tables(spark: Any, settings: Settings) -> None:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     for name, (cols, partitioning) in DDL.items():
         spark.sql(f"CREATE TABLE IF NOT EXISTS {settings.table(name)} ({cols}) USING iceberg "
                   f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ({TBLPROPERTIES})")
+    for name, column, sql_type in ADDED_COLUMNS:
+        if column not in spark.table(settings.table(name)).columns:
+            spark.sql(f"ALTER TABLE {settings.table(name)} ADD COLUMN {column} {sql_type}")
 
 
 def has_snapshots(spark: Any, table: str) -> bool:
