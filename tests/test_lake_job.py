@@ -263,7 +263,8 @@ def expected_changes(built: Any) -> dict[tuple[int, int, int], dict[str, Any]]:
                 "txn_id": t.id, "gtid": t.gtid, "commit_ts": _commit_us(t.part), "db": c.db,
                 "tbl": c.table, "op": c.op, "before": c.before, "after": c.after,
                 "statement": _inline(c.statement), "statement_pos": c.statement_pos,
-                "file": c.file, "pos": c.pos, "row": c.row,
+                "file": c.file, "pos": c.pos, "row": c.row, "payload_index": c.payload_index,
+                "statement_payload_index": c.statement_payload_index,
             }
     return out
 
@@ -530,14 +531,16 @@ def test_row_changes_replay_to_server_state(one_run: Lake, workload: Workload) -
 
 
 def test_statements_table(one_run: Lake, workload: Workload) -> None:
-    stored = {(r["file"], r["pos"]): r["statement"] for r in one_run.raw["statements"]}
+    stored = {(r["file"], r["pos"], r["payload_index"]): r["statement"]
+              for r in one_run.raw["statements"]}
     want = {}
     for t in workload.built.transactions:
         for c in t.changes:
             if c.statement is not None and c.statement_pos is not None:
-                want[(c.file, c.statement_pos)] = c.statement
+                want[(c.file, c.statement_pos, c.statement_payload_index)] = c.statement
     # the texts of applied changes at least; undone or pending changes' texts may be there too
-    applied = {(e["file"], e["statement_pos"]) for e in expected_changes(workload.built).values()
+    applied = {(e["file"], e["statement_pos"], e["statement_payload_index"])
+               for e in expected_changes(workload.built).values()
                if e["statement_pos"] is not None}
     assert applied <= set(stored)
     assert set(stored) <= set(want)
@@ -1067,6 +1070,62 @@ MYSQL8: dict[str, list[str]] = {
 }
 
 
+def check_statements(spark: Any, settings: Any, label: str, files: list[Any],
+                     rows: list[dict[str, Any]], decoded: list[dict[str, Any]]) -> None:
+    """Every Annotate_rows / Rows_query event of the files is in ``statements`` once, with
+    its text, under (file, pos, payload_index): inside a MySQL Transaction_payload all events
+    have the payload's position, so two statements of one compressed transaction differ only
+    by their index in it.  Each row change names its own statement: ``row_changes`` and
+    ``binlake decode --rows`` point at the last statement event before the row's event."""
+    from binlake.constants import EventType as E
+    from binlake.reader import BinlogReader
+
+    logged: dict[tuple[str, int, int | None], str] = {}
+    for f in files:
+        for ev in BinlogReader(f.uri, decode={E.ROWS_QUERY, E.ANNOTATE_ROWS,
+                                               E.TRANSACTION_PAYLOAD}):
+            if ev.type_code in (E.ROWS_QUERY, E.ANNOTATE_ROWS):
+                key = (f.name, ev.pos, ev.payload_index)
+                assert key not in logged, key
+                logged[key] = ev.data["query"]
+    stored = [(r["file"], r["pos"], r["payload_index"], r["statement"])
+              for r in read_table(spark, settings, "statements", source=label)]
+    assert sorted(stored, key=repr) == sorted(((*k, v) for k, v in logged.items()), key=repr)
+    for r in rows:
+        if r["statement_pos"] is not None:
+            text = logged[(r["file"], r["statement_pos"], r["statement_payload_index"])]
+            assert r["statement"] == _inline(text), r
+    for c in decoded:
+        if "statement_pos" in c:
+            key = (c["file"], c["statement_pos"], c.get("statement_payload_index"))
+            assert key in logged, c
+
+
+def test_compressed_transaction_statements_are_apart() -> None:
+    """The corpus file with two Rows_query statements in one compressed transaction (the
+    MANIFEST: ROWS_QUERY x3 in two Transaction_payloads): the transaction layer and
+    ``decode --rows`` give each row the statement logged before it, told apart by the
+    statement event's index in the payload."""
+    require_corpus()
+    from binlake.reader import BinlogReader
+    from binlake.rowchanges import DECODE_FOR_ROWS, iter_row_changes
+    from binlake.txn.build import build_transactions
+
+    path = CORPUS / "libs/mysql-binlog-connector-rust/mysql-bin.000057"
+    built = build_transactions([str(path)])
+    keyed = {(c.statement_pos, c.statement_payload_index): c.statement
+             for t in built.transactions for c in t.changes}
+    assert len(keyed) == 3, keyed
+    assert len({pos for pos, _ in keyed}) == 2  # two of them in one payload
+    assert len(set(keyed.values())) == 3, keyed
+    rows = list(iter_row_changes(BinlogReader(str(path), decode=DECODE_FOR_ROWS)))
+    assert {(r["statement_pos"], r.get("statement_payload_index")) for r in rows} == set(keyed)
+    for c in (c for t in built.transactions for c in t.changes):
+        # the statement comes before its rows event in the same payload
+        assert c.payload_index is not None and c.statement_payload_index is not None
+        assert c.pos == c.statement_pos and c.statement_payload_index < c.payload_index
+
+
 def _manifest_sha256() -> dict[str, str]:
     out = {}
     for line in MANIFEST.read_text().splitlines():
@@ -1113,6 +1172,7 @@ def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
     txns = read_table(spark, corpus_lake, "transactions", source=label)
     report = compare_transactions(expected_transactions(built), txns)
     assert not report, report
+    check_statements(spark, corpus_lake, label, files, rows, decoded)
 
     sums = _manifest_sha256()
     stored = {r["file"]: r for r in read_table(spark, corpus_lake, "files", source=label)}

@@ -37,6 +37,7 @@ def iter_row_changes(events: Iterable[Event], *, statement_every_row: bool = Fal
     gtid: str | None = None
     statement: str | None = None
     statement_pos: int | None = None
+    statement_pidx: int | None = None  # its index inside a Transaction_payload
     statement_emitted = False
     for ev in events:
         code = ev.type_code
@@ -58,6 +59,8 @@ def iter_row_changes(events: Iterable[Event], *, statement_every_row: bool = Fal
                     d["payload_index"] = pidx
                 if statement is not None:
                     d["statement_pos"] = statement_pos
+                    if statement_pidx is not None:
+                        d["statement_payload_index"] = statement_pidx
                     if statement_every_row or not statement_emitted:
                         d["statement"] = statement
                         statement_emitted = True
@@ -70,6 +73,7 @@ def iter_row_changes(events: Iterable[Event], *, statement_every_row: bool = Fal
             if q is not None:
                 statement = q
                 statement_pos = ev.pos
+                statement_pidx = ev.payload_index
                 statement_emitted = False
         elif code in _GTID_EVENTS:
             gtid = ev.data.get("gtid")

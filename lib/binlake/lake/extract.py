@@ -86,7 +86,8 @@ def change_record(t: Transaction, c: RowChange, pk: list[str] | None,
         "commit_us": commit_us if commit_us is not None else _commit_us(t), "db": c.db,
         "tbl": c.table, "op": c.op, "before": _json(c.before), "after": _json(c.after),
         "pk": _pk(c, pk), "statement": _inline(c.statement), "statement_pos": c.statement_pos,
-        "file": c.file, "pos": c.pos, "row": c.row,
+        "file": c.file, "pos": c.pos, "row": c.row, "payload_index": c.payload_index,
+        "statement_payload_index": c.statement_payload_index,
     }
 
 
@@ -99,7 +100,8 @@ def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | N
     st = c.statement
     return (txn_id, gtid, order[0], order[1], order[2], commit_us, c.db, c.table, c.op,
             _json(c.before), _json(c.after), _pk(c, pk) if pk else None,
-            _statement_value(st, utf8, True), c.statement_pos, c.file, c.pos, c.row)
+            _statement_value(st, utf8, True), c.statement_pos, c.file, c.pos, c.row,
+            c.payload_index, c.statement_payload_index)
 
 
 def _statement_value(text: str | None, utf8: dict[int, list[Any]] | None,
@@ -279,7 +281,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
-    statements_seen: set[int] = set()
+    statements_seen: set[tuple[int, int | None]] = set()
     utf8: dict[int, list[Any]] = {}  # statement texts' logged UTF-8 bytes
     info: dict[str, Any] = {"file": task.file, "seq": task.seq, "index": task.index,
                             "start": task.start, "end": task.end, "events": 0,
@@ -346,18 +348,25 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
 
 
 def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
-                seen: set[int], utf8: dict[int, list[Any]] | None = None) -> None:
+                seen: set[tuple[int, int | None]], utf8: dict[int, list[Any]] | None = None
+                ) -> None:
+    """A STATEMENT record for each statement of ``changes`` not seen before, keyed by its
+    event's position and, inside a Transaction_payload (whose events all have its
+    position), its index there."""
     for c in changes:
-        if c.statement_pos is not None and c.statement is not None \
-                and c.statement_pos not in seen:
-            seen.add(c.statement_pos)
+        if c.statement_pos is not None and c.statement is not None:
+            key = (c.statement_pos, c.statement_payload_index)
+            if key in seen:
+                continue
+            seen.add(key)
             out.append((STATEMENT, {"file": c.file, "statement_pos": c.statement_pos,
+                                    "payload_index": c.statement_payload_index,
                                     "statement": _statement_value(c.statement, utf8, False)}))
 
 
 def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
-          statements_seen: set[int], utf8: dict[int, list[Any]] | None = None
+          statements_seen: set[tuple[int, int | None]], utf8: dict[int, list[Any]] | None = None
           ) -> None:
     if isinstance(item, XaMarker):
         info["transactions"] += 1  # the XA it decides is a transaction ending in this file
@@ -408,7 +417,8 @@ CHANGE_FIELDS: list[tuple[str, str]] = [
     ("order_idx", "int"), ("commit_us", "bigint"), ("db", "string"), ("tbl", "string"),
     ("op", "string"), ("before", "string"), ("after", "string"), ("pk", "string"),
     ("statement", "string"), ("statement_pos", "bigint"), ("file", "string"),
-    ("pos", "bigint"), ("row", "int"),
+    ("pos", "bigint"), ("row", "int"), ("payload_index", "int"),
+    ("statement_payload_index", "int"),
 ]
 WIDE_FIELDS: list[tuple[str, str]] = [("kind", "string"), *CHANGE_FIELDS, ("meta", "string")]
 WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)

@@ -42,11 +42,11 @@ DDL: dict[str, tuple[str, str]] = {
         order_pos BIGINT NOT NULL, order_idx INT NOT NULL, commit_ts TIMESTAMP,
         db STRING, tbl STRING, op STRING, before STRING, after STRING, pk STRING,
         statement STRING, statement_pos BIGINT, file STRING, pos BIGINT, row INT,
-        run_id STRING""",
+        run_id STRING, payload_index INT, statement_payload_index INT""",
                   "days(commit_ts), db, tbl"),
     STATEMENTS: ("""
         source STRING NOT NULL, file STRING NOT NULL, pos BIGINT NOT NULL, statement STRING,
-        run_id STRING""", "source"),
+        run_id STRING, payload_index INT""", "source"),
     XA_PREPARES: ("""
         source STRING NOT NULL, xa_format_id INT, xa_gtrid STRING, xa_bqual STRING,
         prepare_seq INT NOT NULL, prepare_pos BIGINT NOT NULL, prepare_end_pos BIGINT,
@@ -73,6 +73,9 @@ TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
 # gets them (ALTER TABLE ... ADD COLUMN, NULL in the rows already there).
 ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (FILES, "engines", "ARRAY<STRING>"),
+    (ROW_CHANGES, "payload_index", "INT"),
+    (ROW_CHANGES, "statement_payload_index", "INT"),
+    (STATEMENTS, "payload_index", "INT"),
 )
 
 

@@ -85,7 +85,8 @@ class _Group:
 
     __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "context", "contexts", "file",
                  "gtid", "implicit", "mariadb_flags", "pos", "savepoints", "seq", "server_id",
-                 "statement", "statement_pos", "statements", "tables", "xa_xid")
+                 "statement", "statement_pidx", "statement_pos", "statements", "tables",
+                 "xa_xid")
 
     def __init__(self, file: str, seq: int, pos: int, server_id: int) -> None:
         self.file = file
@@ -103,6 +104,7 @@ class _Group:
         self.statements: list[str] = []
         self.statement: str | None = None  # Annotate_rows / Rows_query text in force
         self.statement_pos: int | None = None  # ... and the position of its event
+        self.statement_pidx: int | None = None  # ... and its index in a Transaction_payload
         self.savepoints: list[tuple[str, int]] = []
         self.tables: set[str] = set()
         # statement-format context: what Intvar/Rand/User_var events set for the next
@@ -330,16 +332,19 @@ class GroupBuilder:
             g.tables.add(name)
             op = op_of(code)
             transactional = self.engines.transactional(name)
+            pidx = ev.payload_index
             for i, (before, after) in enumerate(d.get("rows") or ()):
                 g.changes.append(RowChange(db, table, op, before, after, ev.file, ev.pos, i,
                                            g.statement, True, None, transactional,
-                                           g.statement_pos))
+                                           g.statement_pos, pidx, g.statement_pidx))
             if d.get("stmt_end"):
                 g.statement = None
                 g.statement_pos = None
+                g.statement_pidx = ev.payload_index
         elif code in (E.ANNOTATE_ROWS, E.ROWS_QUERY):
             g.statement = d.get("query")
             g.statement_pos = ev.pos
+            g.statement_pidx = ev.payload_index
         elif code == E.INTVAR:
             g.context["insert_id" if d.get("kind") == "INSERT_ID" else "last_insert_id"] = \
                 d.get("value")

@@ -64,13 +64,23 @@ class RowChange:
     order: OrderKey | None = None  # set when the transaction's outcome is known
     transactional: bool = True  # the table's engine is transactional (as far as known)
     statement_pos: int | None = None  # the Annotate_rows / Rows_query event holding it
+    # Inside a MySQL Transaction_payload every event has the payload's position: the index
+    # of the rows event, and of the statement's event, among the payload's events (None
+    # outside a payload)
+    payload_index: int | None = None
+    statement_payload_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"db": self.db, "table": self.table, "op": self.op, "before": self.before,
-                "after": self.after, "file": self.file, "pos": self.pos, "row": self.row,
-                "statement": self.statement, "applied": self.applied,
-                "order": list(self.order) if self.order is not None else None,
-                "transactional": self.transactional, "statement_pos": self.statement_pos}
+        d = {"db": self.db, "table": self.table, "op": self.op, "before": self.before,
+             "after": self.after, "file": self.file, "pos": self.pos, "row": self.row,
+             "statement": self.statement, "applied": self.applied,
+             "order": list(self.order) if self.order is not None else None,
+             "transactional": self.transactional, "statement_pos": self.statement_pos}
+        if self.payload_index is not None:
+            d["payload_index"] = self.payload_index
+        if self.statement_payload_index is not None:
+            d["statement_payload_index"] = self.statement_payload_index
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RowChange:
@@ -78,7 +88,8 @@ class RowChange:
         return cls(d["db"], d["table"], d["op"], d.get("before"), d.get("after"), d["file"],
                    int(d["pos"]), int(d["row"]), d.get("statement"), bool(d.get("applied", True)),
                    tuple(order) if order is not None else None,
-                   bool(d.get("transactional", True)), d.get("statement_pos"))
+                   bool(d.get("transactional", True)), d.get("statement_pos"),
+                   d.get("payload_index"), d.get("statement_payload_index"))
 
 
 @dataclass
