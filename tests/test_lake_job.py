@@ -1445,19 +1445,21 @@ def test_engine_known_from_an_earlier_run(spark: Any, tmp_path_factory: Any,
 
 def test_lake_without_engines_column_is_migrated(spark: Any, tmp_path_factory: Any,
                                                  engine_files: EngineFiles) -> None:
-    """A lake made before ``files.engines`` existed: the next load adds the column (the old
-    rows NULL), and since the earlier file recorded no engines, the run says so (a warning
+    """A lake made before ``files.engines`` (and the payload indexes) existed: the next load
+    adds the columns (the old rows NULL), and since the earlier file recorded no engines, the run says so (a warning
     finding) and takes the unknown table as transactional, as before."""
     from binlake.lake import tables
 
     first, second = engine_files.first, engine_files.second
     settings = make_lake(spark, tmp_path_factory.mktemp("engine-lakes-old"), "engine_old")
     load(spark, settings, [first], "engine-old-1")
-    files = settings.table("files")
-    spark.sql(f"ALTER TABLE {files} DROP COLUMN engines")  # as an older binlake made it
-    assert "engines" not in spark.table(files).columns
+    assert len(tables.ADDED_COLUMNS) >= 4
+    for table, column, _ in tables.ADDED_COLUMNS:  # as an older binlake made the lake
+        spark.sql(f"ALTER TABLE {settings.table(table)} DROP COLUMN {column}")
+        assert column not in spark.table(settings.table(table)).columns
     tables.ensure_tables(spark, settings)
-    assert "engines" in spark.table(files).columns
+    for table, column, _ in tables.ADDED_COLUMNS:
+        assert column in spark.table(settings.table(table)).columns, (table, column)
     (old,) = read_table(spark, settings, "files")
     assert old["file"] == first.name and old["engines"] is None, old
     s2 = load(spark, settings, [second], "engine-old-2")

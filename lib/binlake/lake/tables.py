@@ -84,8 +84,11 @@ def ensure_tables(spark: Any, settings: Settings) -> None:
     for name, (cols, partitioning) in DDL.items():
         spark.sql(f"CREATE TABLE IF NOT EXISTS {settings.table(name)} ({cols}) USING iceberg "
                   f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ({TBLPROPERTIES})")
+    have: dict[str, list[str]] = {}
     for name, column, sql_type in ADDED_COLUMNS:
-        if column not in spark.table(settings.table(name)).columns:
+        if name not in have:
+            have[name] = spark.table(settings.table(name)).columns
+        if column not in have[name]:
             spark.sql(f"ALTER TABLE {settings.table(name)} ADD COLUMN {column} {sql_type}")
 
 
