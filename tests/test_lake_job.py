@@ -1470,7 +1470,8 @@ def test_lake_without_engines_column_is_migrated(spark: Any, tmp_path_factory: A
 
 
 def test_engine_seed_is_the_newest_earlier_loaded_file() -> None:
-    from binlake.lake.job import Loaded, decode_engines, encode_engines, engine_seed
+    from binlake.lake.extract import decode_engines, encode_engines
+    from binlake.lake.job import Loaded, engine_seed
 
     state = (("d.a", True), ("d.m", False))
     assert decode_engines(encode_engines(state)) == state

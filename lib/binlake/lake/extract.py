@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -227,43 +228,57 @@ def survey_scan(uri: str, seq: int) -> tuple[list[DdlEvent], list[dict[str, Any]
     return ddl, layouts
 
 
-def seeds_from(ddl: list[list[DdlEvent]], starts: list[list[int]],
-               seed: tuple[tuple[str, bool], ...] = ()
-               ) -> list[list[tuple[tuple[str, bool], ...]]]:
-    """Driver side: what the DDL says about table engines at each range start.
+# EngineTracker.ddl_state(): ("db.table", transactional) pairs
+EngineState = tuple[tuple[str, bool], ...]
+
+
+def engine_states(ddl: list[list[DdlEvent]], starts: list[list[int]], seed: EngineState = ()
+                  ) -> tuple[list[list[EngineState]], list[EngineState]]:
+    """Driver side: what the DDL says about table engines at each range start, and at the
+    end of each file.
 
     A range decoded alone would not see a ``CREATE TABLE ... ENGINE=MyISAM`` in an earlier
     range or file, and would then undo that table's rows on ROLLBACK.  ``ddl``: the
     :func:`ddl_events` of the files, in order; ``starts``: their ranges' start positions;
     ``seed``: the state before the first file.  The state at a start is the one after every
-    DDL statement before it (earlier files included)."""
+    DDL statement before it (earlier files included); a file's end state (what
+    ``files.engines`` records, to seed the next run) is the one after all of its own."""
     tracker = EngineTracker(seen_ddl=seed)
-    out: list[list[tuple[tuple[str, bool], ...]]] = []
+    at_starts: list[list[EngineState]] = []
+    at_ends: list[EngineState] = []
     for events, file_starts in zip(ddl, starts):
         pending = sorted(file_starts)
-        states: dict[int, tuple[tuple[str, bool], ...]] = {}
+        states: dict[int, EngineState] = {}
         for pos, db, q in events:
             while pending and pos >= pending[0]:
                 states[pending.pop(0)] = tracker.ddl_state()
             tracker.observe_ddl(db, q)
         for p in pending:
             states[p] = tracker.ddl_state()
-        out.append([states[p] for p in file_starts])
-    return out
+        at_starts.append([states[p] for p in file_starts])
+        at_ends.append(tracker.ddl_state())
+    return at_starts, at_ends
 
 
-def end_states(ddl: list[list[DdlEvent]], seed: tuple[tuple[str, bool], ...] = ()
-               ) -> list[tuple[tuple[str, bool], ...]]:
-    """Driver side: what the DDL says about table engines at the end of each file (after
-    ``seed``, then every DDL statement of that file and of the files before it): what
-    ``files.engines`` records, to seed the next run."""
-    tracker = EngineTracker(seen_ddl=seed)
-    out = []
-    for events in ddl:
-        for _, db, q in events:
-            tracker.observe_ddl(db, q)
-        out.append(tracker.ddl_state())
-    return out
+def seeds_from(ddl: list[list[DdlEvent]], starts: list[list[int]], seed: EngineState = ()
+               ) -> list[list[EngineState]]:
+    """The states at the range starts of :func:`engine_states`."""
+    return engine_states(ddl, starts, seed)[0]
+
+
+def end_states(ddl: list[list[DdlEvent]], seed: EngineState = ()) -> list[EngineState]:
+    """The states at the file ends of :func:`engine_states`."""
+    return engine_states(ddl, [[] for _ in ddl], seed)[1]
+
+
+def encode_engines(state: EngineState) -> list[str]:
+    """An engine state as task rows and ``files.engines`` carry it: ``db.table=1``
+    (transactional) or ``db.table=0``."""
+    return [f"{name}={int(transactional)}" for name, transactional in state]
+
+
+def decode_engines(values: Iterable[str]) -> EngineState:
+    return tuple(sorted((v.rsplit("=", 1)[0], v.endswith("=1")) for v in values))
 
 
 def engine_seeds(uris: list[str], starts: list[list[int]],
@@ -443,8 +458,7 @@ def decode_tasks_arrow(batches: Any, sink: DataSink) -> Any:
     instead of them."""
     for tasks in batches:
         for t in tasks.to_pylist():
-            engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
-                            for e in (t["engines"] or ()))
+            engines = decode_engines(t["engines"] or ())
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
                              t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
             # A range's records are many small acyclic objects: the cyclic collector would

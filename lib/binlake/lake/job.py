@@ -239,29 +239,19 @@ class Loaded:
     sha256: str | None
     in_use: bool
     seq: int | None
-    engines: tuple[tuple[str, bool], ...] | None
+    engines: X.EngineState | None
 
 
 def _loaded(spark: Any, settings: Settings) -> dict[str, Loaded]:
     """file name -> :class:`Loaded`, for the files recorded as loaded for this source."""
-    return {r[0]: Loaded(r[1], bool(r[2]), r[3], None if r[4] is None else decode_engines(r[4]))
+    return {r[0]: Loaded(r[1], bool(r[2]), r[3], None if r[4] is None else X.decode_engines(r[4]))
             for r in spark.table(settings.table(FILES)).where(
                 f"source = '{_q(settings.source)}' AND status = 'loaded'").select(
                 "file", "sha256", "in_use", "seq", "engines").collect()}
 
 
-def encode_engines(state: tuple[tuple[str, bool], ...]) -> list[str]:
-    """An engine state (EngineTracker.ddl_state) as ``files.engines`` stores it:
-    ``db.table=1`` (transactional) or ``db.table=0``."""
-    return [f"{name}={int(transactional)}" for name, transactional in state]
-
-
-def decode_engines(values: Iterable[str]) -> tuple[tuple[str, bool], ...]:
-    return tuple(sorted((v.rsplit("=", 1)[0], v.endswith("=1")) for v in values))
-
-
 def engine_seed(loaded: dict[str, Loaded], first_seq: int
-                ) -> tuple[tuple[tuple[str, bool], ...], str | None]:
+                ) -> tuple[X.EngineState, str | None]:
     """The table engines the DDL of earlier runs' files left before file ``first_seq``: the
     state recorded with the newest loaded file before it (and that file's name), or nothing
     when there is none or it recorded none."""
@@ -347,7 +337,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # every file given, in order.
     splittable = [name for name, rs in split.items() if not isinstance(rs, str)]
     seq_of = {f.name: f.seq for f in everything}
-    seed: tuple[tuple[str, bool], ...] = ()
+    seed: X.EngineState = ()
     if splittable:
         seed, seeded_from = engine_seed(loaded, min(seq_of[n] for n in splittable))
         if seeded_from is not None and loaded[seeded_from].engines is None:
@@ -359,9 +349,10 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                            "before this run are taken as transactional (give the earlier "
                            "files again, or set nontransactional)"})
     ddl = [surveys[n]["ddl"] for n in splittable]
-    all_seeds = dict(zip(splittable, X.seeds_from(
-        ddl, [[r.start for r in split[n]] for n in splittable], seed)))
-    end_engines = dict(zip(splittable, X.end_states(ddl, seed)))
+    at_starts, at_ends = X.engine_states(
+        ddl, [[r.start for r in split[n]] for n in splittable], seed)
+    all_seeds = dict(zip(splittable, at_starts))
+    end_engines = dict(zip(splittable, at_ends))
     tasks: list[X.RangeTask] = []
     n_ranges: dict[str, int] = {}
     newest = everything[-1]
@@ -455,7 +446,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       files: list[BinlogFile], tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
                       hashes: dict[str, tuple[str, int, str | None]],
                       n_ranges: dict[str, int], prepared: Any, phase: Any,
-                      end_engines: dict[str, tuple[tuple[str, bool], ...]]) -> None:
+                      end_engines: dict[str, X.EngineState]) -> None:
     from . import typed
 
     source = settings.source
@@ -466,7 +457,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     from pyspark.sql import functions as F
 
     task_rows = [(t.uri, t.file, t.seq, t.start, t.end, t.index, t.last_in_file,
-                  list(t.nontransactional), [f"{n}={int(v)}" for n, v in t.engines])
+                  list(t.nontransactional), X.encode_engines(t.engines))
                  for t in tasks]
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
@@ -904,11 +895,9 @@ FILE_SCHEMA = ("source STRING, file STRING, seq INT, size BIGINT, sha256 STRING,
 def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
                failed: dict[str, str], hashes: dict[str, tuple[str, int, str | None]],
                n_ranges: dict[str, int], run_id: str, source: str,
-               end_engines: dict[str, tuple[tuple[str, bool], ...]] | None = None
-               ) -> list[tuple[Any, ...]]:
+               end_engines: dict[str, X.EngineState]) -> list[tuple[Any, ...]]:
     """The ``files`` rows of this run's files; ``engines`` is what the DDL up to the end of
     a loaded file says of table engines (the next run's seed), None for a failed file."""
-    end_engines = end_engines or {}
     by_file: dict[str, list[dict[str, Any]]] = {}
     for info in ranges_info:
         by_file.setdefault(info["file"], []).append(info)
@@ -933,7 +922,7 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
                      sum(i["rows"] for i in infos), n_ranges.get(f.name, 0), status,
                      failed.get(f.name), err_offset, run_id, None,
                      None if status == "failed" or f.name not in end_engines
-                     else encode_engines(end_engines[f.name])))
+                     else X.encode_engines(end_engines[f.name])))
     return rows
 
 
