@@ -767,6 +767,42 @@ def test_three_runs_same_as_one(spark: Any, workload: Workload, one_run: Lake,
     assert not report, report
 
 
+def test_later_files_first_same_as_one(spark: Any, workload: Workload, one_run: Lake,
+                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A backfill in reverse: the files holding an XA's COMMIT/ROLLBACK are loaded in a run
+    before the files holding its PREPARE.  The first run can only record the decision
+    without its PREPARE (no rows, a warning); the second run, finding the PREPARE, must
+    decide it at the stored COMMIT's position: the lake ends as one run over every file."""
+    i, xa = _xa_across(workload, 1)
+    k = i + 1  # the PREPARE in the second run, the COMMIT/ROLLBACK in the first
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "reverse")
+    s1 = load(spark, settings, workload.files[k:], "reverse-1")
+    assert not s1.failed
+    assert any(f["kind"] in ("xa_commit_without_prepare", "xa_rollback_without_prepare")
+               for f in s1.findings)
+    orphans = [r for r in read_table(spark, settings, "transactions")
+               if r["kind"] == "xa" and r["prepare_file"] is None]
+    assert orphans  # the first run's view: decisions without their PREPARE
+    s2 = load(spark, settings, workload.files[:k], "reverse-2")
+    assert not s2.failed
+    assert _xid(xa) not in _pending_keys(spark, settings)
+    # files.engines of the files loaded first hold what their DDL alone said (they could
+    # not see the earlier files' DDL); everything else is as one run made it
+    drop = {"files": {*IGNORED, "engines"}}
+    report = diff(frozen(one_run.raw, drop), snapshot(spark, settings, drop),
+                  "one run vs reversed: ")
+    assert not report, report
+    # loading the later files again (``reload``) seeds them from the earlier ones: now even
+    # files.engines is as one run made it
+    from binlake.lake.job import run_load
+
+    s3 = run_load(spark, settings, [str(f) for f in workload.files[k:]], run_id="reverse-3",
+                  reload=True)
+    assert not s3.failed
+    report = diff(one_run.snap, snapshot(spark, settings), "one run vs reversed + reload: ")
+    assert not report, report
+
+
 def _changed_only(before: list[dict[str, Any]], after: list[dict[str, Any]], key: str,
                   cols: set[str]) -> list[str]:
     """Rows matched on ``key``; every column but ``cols`` must be equal."""
@@ -1500,6 +1536,123 @@ def test_end_states_follow_the_ddl_across_files() -> None:
                    (("d.m", False), ("d.old", False)),
                    (("d.a", False), ("d.m", True), ("d.old", False)),
                    (("d.m", True), ("d.old", False))]
+
+
+def _prep(seq: int, pos: int, gtrid: str = "x") -> dict[str, Any]:
+    return {"xa_format_id": 1, "xa_gtrid": gtrid, "xa_bqual": "", "prepare_seq": seq,
+            "prepare_pos": pos, "prepare_file": f"b.{seq:06d}"}
+
+
+def _end(seq: int, pos: int, commit: bool = True, gtrid: str = "x") -> dict[str, Any]:
+    return {"xa_format_id": 1, "xa_gtrid": gtrid, "xa_bqual": "", "commit": commit,
+            "end_event": "XA_COMMIT" if commit else "XA_ROLLBACK", "server_id": 1,
+            "part": {"file": f"b.{seq:06d}", "seq": seq, "begin_pos": pos, "end_pos": pos + 50,
+                     "gtid": f"0-1-{seq}{pos}", "timestamp": 1700000000,
+                     "commit_ts_us": None}}
+
+
+def _stored(seq: int, pos: int, prepared_at: tuple[int, int] | None, gtrid: str = "x",
+            status: str = "xa_committed") -> dict[str, Any]:
+    """A ``transactions`` row of a decided XA (``prepared_at`` None: without its PREPARE)."""
+    return {"xa_format_id": 1, "xa_gtrid": gtrid, "xa_bqual": "", "status": status,
+            "end_event": "XA_COMMIT" if status == "xa_committed" else "XA_ROLLBACK",
+            "gtid": f"0-1-{seq}{pos}", "end_file": f"b.{seq:06d}",
+            "begin_pos": pos if prepared_at is None else prepared_at[1], "end_pos": pos + 50,
+            "order_seq": seq, "commit_us": 1_700_000_000_000_000,
+            "prepare_file": None if prepared_at is None else f"b.{prepared_at[0]:06d}",
+            "prepare_pos": None if prepared_at is None else prepared_at[1]}
+
+
+def _events(*items: tuple[str, dict[str, Any]]) -> list[tuple[int, int, str, dict[str, Any]]]:
+    out = []
+    for kind, d in items:
+        if kind == "p":
+            out.append((d["prepare_seq"], d["prepare_pos"], "p", d))
+        elif kind == "e":
+            out.append((d["part"]["seq"], d["part"]["begin_pos"], "e", d))
+        else:
+            out.append((d["order_seq"], d["end_pos"], "s", d))
+    return out
+
+
+def test_xa_pairing_takes_stored_decisions_of_later_files() -> None:
+    """A backfill's PREPARE meets the decision an earlier run stored without it: decided at
+    that decision's own position, whose PREPARE-less row is to go."""
+    from binlake.lake.job import pair_events
+
+    p = _prep(2, 100)
+    res, orphans, findings, late = pair_events(
+        _events(("p", p), ("s", _stored(5, 300, None, status="xa_rolled_back"))), {}, "src")
+    assert not orphans and not findings
+    assert late == [("b.000005", 300)]
+    r = res[("b.000002", 100)]
+    assert r["commit"] is False and r["end_event"] == "XA_ROLLBACK"
+    assert r["part"] == {"file": "b.000005", "seq": 5, "begin_pos": 300, "end_pos": 350,
+                         "gtid": "0-1-5300", "timestamp": None,
+                         "commit_ts_us": 1_700_000_000_000_000}
+    # an XA pending from an earlier run is decided the same way
+    res, _, _, late = pair_events(_events(("s", _stored(5, 300, None))),
+                                  {(1, "x", ""): _prep(1, 40)}, "src")
+    assert list(res) == [("b.000001", 40)] and res[("b.000001", 40)]["commit"] is True
+    assert late == [("b.000005", 300)]
+
+
+def test_xa_pairing_leaves_stored_decisions_it_does_not_decide() -> None:
+    from binlake.lake.job import pair_events
+
+    # stored with this very PREPARE (a reload of the PREPARE's file): nothing to redo, and
+    # the orphan after it belongs to another PREPARE (not loaded)
+    p = _prep(2, 100)
+    res, orphans, findings, late = pair_events(
+        _events(("p", p), ("s", _stored(4, 10, (2, 100))), ("s", _stored(6, 10, None))),
+        {}, "src")
+    assert (res, orphans, findings, late) == ({}, [], [], [])
+    # decided in this run before the stored orphan: the orphan stays one, unreported again
+    res, orphans, findings, late = pair_events(
+        _events(("p", p), ("e", _end(3, 8)), ("s", _stored(6, 10, None))), {}, "src")
+    assert list(res) == [("b.000002", 100)] and res[("b.000002", 100)]["part"]["seq"] == 3
+    assert (orphans, findings, late) == ([], [], [])
+    # a stored orphan with nothing pending under its XID: left alone
+    assert pair_events(_events(("s", _stored(6, 10, None, gtrid="y")), ("p", p)), {},
+                       "src") == ({}, [], [], [])
+
+
+def test_xa_pairing_in_binlog_order_with_a_reused_xid() -> None:
+    """One XID prepared and decided twice: each decision takes the PREPARE before it, the
+    stored one (a later file loaded first) included; a decision of this run with nothing
+    pending is an orphan, reported."""
+    from binlake.lake.job import pair_events
+
+    res, orphans, findings, late = pair_events(_events(
+        ("e", _end(7, 5)), ("p", _prep(4, 20)), ("p", _prep(2, 100)),
+        ("s", _stored(3, 60, None)), ("e", _end(5, 30, commit=False))), {}, "src")
+    assert res[("b.000002", 100)]["part"]["file"] == "b.000003"
+    assert res[("b.000004", 20)]["part"]["file"] == "b.000005"
+    assert res[("b.000004", 20)]["commit"] is False
+    assert late == [("b.000003", 60)]
+    assert [o["begin_file"] for o in orphans] == ["b.000007"]
+    assert [f["kind"] for f in findings] == ["xa_commit_without_prepare"]
+
+
+def test_backfill_warns_of_engines_later_files_did_not_see() -> None:
+    from binlake.lake.job import Loaded, engines_unseen
+
+    loaded = {"b.000004": Loaded("s", False, 4, (("d.i", True),)),
+              "b.000005": Loaded("s", False, 5, (("d.i", True),)),
+              "b.000009": Loaded("s", False, 9, (("d.m", False),)),
+              "b.000010": Loaded("s", False, 10, None)}
+    ends = {2: ("b.000002", (("d.i", True), ("d.m", False))),
+            3: ("b.000003", (("d.a", False), ("d.i", True), ("d.m", False))),
+            7: ("b.000007", (("d.m", False), ("d.z", False)))}
+    got = engines_unseen(ends, loaded)
+    # b.000004 follows b.000003 and knows neither d.a nor d.m; b.000005 follows b.000004
+    # (not a file of this run); b.000009 knows d.m, not d.z; b.000010 recorded nothing
+    assert [(w["file"], w["kind"], w["severity"]) for w in got] == [
+        ("b.000004", "engines_unseen_by_loaded_file", "warning"),
+        ("b.000009", "engines_unseen_by_loaded_file", "warning")]
+    assert "d.a, d.m" in got[0]["message"] and "b.000003" in got[0]["message"]
+    assert "d.z" in got[1]["message"] and "d.m" not in got[1]["message"]
+    assert engines_unseen({3: ("b.000003", (("d.i", True),))}, loaded) == []
 
 
 @pytest.mark.spark

@@ -263,6 +263,44 @@ def engine_seed(loaded: dict[str, Loaded], first_seq: int
     return (engines or ()), name
 
 
+def engines_unseen(ends: dict[int, tuple[str, X.EngineState]], loaded: dict[str, Loaded]
+                   ) -> list[dict[str, Any]]:
+    """Warnings for a backfill: the files of this run (``ends``: seq -> (name, the engine
+    state its DDL left)) that are followed by a file loaded in an earlier run (not in this
+    one), where a table this run's DDL made non-transactional is unknown to the state that
+    later file recorded.  Its rows were derived taking that table as transactional (its
+    seed could not see this run's DDL): reloading it re-derives them."""
+    later = sorted((info.seq, name, info.engines) for name, info in loaded.items()
+                   if info.seq is not None and info.seq not in ends
+                   and info.engines is not None)
+    out = []
+    for seq, name, recorded in later:
+        before = [s for s in ends if s < seq]
+        if not before:
+            continue
+        last = max(before)
+        if any(last < s < seq for s, _, _ in later):
+            continue  # another loaded file lies between: it is the one that saw the state
+        known = {t for t, _ in recorded or ()}
+        unseen = sorted(t for t, tx in ends[last][1] if not tx and t not in known)
+        if unseen:
+            out.append({"kind": "engines_unseen_by_loaded_file", "severity": "warning",
+                        "file": name, "pos": None,
+                        "message": f"{name} was loaded before {ends[last][0]}, whose DDL makes "
+                                   f"{', '.join(unseen)} non-transactional: its rows took "
+                                   f"them as transactional; load {name} again with --reload"})
+    return out
+
+
+def _later_loaded(loaded: dict[str, Loaded], files: list[BinlogFile]) -> bool:
+    """Whether a file after the first of ``files`` was loaded before and is not loaded
+    again now (this run is a backfill behind it)."""
+    first = min(f.seq for f in files)
+    names = {f.name for f in files}
+    return any(info.seq is not None and info.seq > first and name not in names
+               for name, info in loaded.items())
+
+
 def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
               summary: LoadSummary, reload: bool) -> None:
     clock = time.time()
@@ -353,6 +391,8 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         ddl, [[r.start for r in split[n]] for n in splittable], seed)
     all_seeds = dict(zip(splittable, at_starts))
     end_engines = dict(zip(splittable, at_ends))
+    summary.findings += [dict(f, source=settings.source) for f in engines_unseen(
+        {seq_of[n]: (n, end_engines[n]) for n in splittable}, loaded)]
     tasks: list[X.RangeTask] = []
     n_ranges: dict[str, int] = {}
     newest = everything[-1]
@@ -383,7 +423,8 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     phase("typed_prepare")
     try:
         _decode_and_write(spark, settings, run_id, summary, files, tasks, seqs,
-                          failed, hashes, n_ranges, prepared, phase, end_engines)
+                          failed, hashes, n_ranges, prepared, phase, end_engines,
+                          _later_loaded(loaded, files))
     finally:
         if stage_root is not None:
             clean_staging(stage_root)
@@ -446,7 +487,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       files: list[BinlogFile], tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
                       hashes: dict[str, tuple[str, int, str | None]],
                       n_ranges: dict[str, int], prepared: Any, phase: Any,
-                      end_engines: dict[str, X.EngineState]) -> None:
+                      end_engines: dict[str, X.EngineState], later_loaded: bool) -> None:
     from . import typed
 
     source = settings.source
@@ -496,8 +537,9 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     _remove_files([w["path"] for w in written if w["file"] in failed])
 
     # XA pairing (driver; metadata only).
-    resolutions, orphan_txns, xa_findings = _pair_xa(
-        spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == X.XA_END])
+    resolutions, orphan_txns, xa_findings, late = _pair_xa(
+        spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == X.XA_END],
+        later_loaded)
     summary.findings += xa_findings
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
@@ -540,6 +582,10 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                          (XA_PREPARES, f"prepare_seq IN ({in_seqs})")):
         # One table after the other: two commits at once can fail on SQLite's lock
         # (SQLITE_BUSY under spark-submit, busy_timeout or not).
+        if table == TRANSACTIONS and late:
+            # XA decisions stored without their PREPARE, decided in this run (a backfill)
+            where += " OR (kind = 'xa' AND prepare_file IS NULL AND (" + " OR ".join(
+                f"(end_file = '{_q(f)}' AND begin_pos = {int(p)})" for f, p in late) + "))"
         delete_where(spark, settings.table(table), f"source = '{_q(source)}' AND ({where})")
         add = [w for w in to_add if w["table"] == table]
         if add:
@@ -752,14 +798,20 @@ def _earlier_pending(spark: Any, settings: Settings, before_seq: int,
 
 
 def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[str],
-             preps: list[dict[str, Any]], ends: list[dict[str, Any]]
+             preps: list[dict[str, Any]], ends: list[dict[str, Any]],
+             later_loaded: bool = False
              ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]],
-                        list[dict[str, Any]]]:
+                        list[dict[str, Any]], list[tuple[str, int]]]:
     """Pair XA PREPARE groups with their COMMIT/ROLLBACK groups in binlog order, starting
-    from the XAs still pending before this run's first file."""
+    from the XAs still pending before this run's first file.  With ``later_loaded`` (files
+    after this run's first one were loaded before: a backfill), the decisions stored from
+    those files take part too: one stored without its PREPARE (its file came first) is
+    decided now, at its own position, and its PREPARE-less ``transactions`` row is to go
+    (the last list: its ``(end_file, begin_pos)``)."""
     first_seq = min(f.seq for f in files)
+    run_files = {f.name for f in files}
     pending: dict[tuple[int, str, str], dict[str, Any]] = {}
-    for p in _earlier_pending(spark, settings, first_seq, {f.name for f in files}):
+    for p in _earlier_pending(spark, settings, first_seq, run_files):
         pending[(p["xa_format_id"], p["xa_gtrid"], p["xa_bqual"])] = p
     events: list[tuple[int, int, str, dict[str, Any]]] = []
     for p in preps:
@@ -769,10 +821,27 @@ def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[s
         part = e["part"]
         if part["file"] not in bad:
             events.append((part["seq"], part["begin_pos"], "e", e))
-    events.sort(key=lambda t: (t[0], t[1]))
+    if later_loaded and (pending or events):
+        for d in _stored_decisions(spark, settings, first_seq, run_files):
+            events.append((d["order_seq"], d["end_pos"], "s", d))
+    return pair_events(events, pending, settings.source)
+
+
+def pair_events(events: list[tuple[int, int, str, dict[str, Any]]],
+                pending: dict[tuple[int, str, str], dict[str, Any]], source: str
+                ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]],
+                           list[dict[str, Any]], list[tuple[str, int]]]:
+    """The XA pairing of :func:`_pair_xa` over ``events`` (seq, position, kind, record):
+    ``p`` a PREPARE of this run, ``e`` a COMMIT/ROLLBACK of this run, ``s`` a decision
+    stored by an earlier run (a ``transactions`` row).  Each decision takes the XA pending
+    under its XID at its position.  Returns the resolutions by PREPARE (file, position),
+    the decisions found without a PREPARE, the findings, and the stored PREPARE-less
+    decisions now paired."""
+    events = sorted(events, key=lambda t: (t[0], t[1]))
     resolutions: dict[tuple[str, int], dict[str, Any]] = {}
     orphans: list[dict[str, Any]] = []
     findings: list[dict[str, Any]] = []
+    late: list[tuple[str, int]] = []
     for _, _, kind, d in events:
         xid = (d["xa_format_id"], d["xa_gtrid"], d["xa_bqual"])
         if kind == "p":
@@ -780,8 +849,26 @@ def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[s
                 findings.append({"kind": "xa_duplicate_prepare", "severity": "error",
                                  "file": d["prepare_file"], "pos": d["prepare_pos"],
                                  "message": f"XA {xid} prepared again while pending",
-                                 "source": settings.source})
+                                 "source": source})
             pending[xid] = d
+            continue
+        if kind == "s":
+            prep = pending.get(xid)
+            if d["prepare_file"] is not None:
+                # stored with its PREPARE: it decided that one (nothing to redo)
+                if prep is not None and (prep["prepare_file"], prep["prepare_pos"]) == (
+                        d["prepare_file"], d["prepare_pos"]):
+                    del pending[xid]
+                continue
+            if prep is None:
+                continue  # still without its PREPARE (reported when it was loaded)
+            del pending[xid]
+            resolutions[(prep["prepare_file"], prep["prepare_pos"])] = {
+                "commit": d["status"] == XA_COMMITTED, "end_event": d["end_event"],
+                "part": {"file": d["end_file"], "seq": d["order_seq"],
+                         "begin_pos": d["begin_pos"], "end_pos": d["end_pos"],
+                         "gtid": d["gtid"], "timestamp": None, "commit_ts_us": d["commit_us"]}}
+            late.append((d["end_file"], d["begin_pos"]))
             continue
         prep = pending.pop(xid, None)
         part = d["part"]
@@ -790,12 +877,28 @@ def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[s
                              "xa_rollback_without_prepare", "severity": "warning",
                              "file": part["file"], "pos": part["begin_pos"],
                              "message": f"XA {xid} decided without its PREPARE",
-                             "source": settings.source})
+                             "source": source})
             orphans.append(_orphan_txn(d))
             continue
         resolutions[(prep["prepare_file"], prep["prepare_pos"])] = {
             "commit": d["commit"], "part": part, "end_event": d["end_event"]}
-    return resolutions, orphans, findings
+    return resolutions, orphans, findings, late
+
+
+def _stored_decisions(spark: Any, settings: Settings, after_seq: int, run_files: set[str]
+                      ) -> list[dict[str, Any]]:
+    """The two-phase XA decisions ``transactions`` holds from files after ``after_seq``
+    that this run does not load (metadata only)."""
+    src = _q(settings.source)
+    rows = spark.sql(f"""
+        SELECT xa_format_id, xa_gtrid, xa_bqual, status, end_event, gtid, end_file,
+               begin_pos, end_pos, order_seq, unix_micros(commit_ts) AS commit_us,
+               prepare_file, prepare_pos
+        FROM {settings.table(TRANSACTIONS)}
+        WHERE source = '{src}' AND kind = 'xa' AND NOT coalesce(one_phase, false)
+          AND status IN ('{XA_COMMITTED}', '{XA_ROLLED_BACK}')
+          AND order_seq > {int(after_seq)}""").collect()
+    return [r.asDict() for r in rows if r["end_file"] not in run_files]
 
 
 def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
