@@ -1479,6 +1479,29 @@ def test_engine_known_from_an_earlier_run(spark: Any, tmp_path_factory: Any,
     assert sorted(files[second.name]["engines"]) == ["eng.i=1", "eng.m=0"], files
 
 
+def test_backfill_behind_a_loaded_file_warns_and_reload_fixes(
+        spark: Any, tmp_path_factory: Any, engine_files: EngineFiles) -> None:
+    """The second file loaded first (its rollback taken as transactional: nothing said
+    eng.m is MyISAM), then the first file: the run warns that the second file did not see
+    its DDL; reloading the second file gives the transaction two files in order give."""
+    from binlake.lake.job import run_load
+
+    first, second = engine_files.first, engine_files.second
+    settings = make_lake(spark, tmp_path_factory.mktemp("engine-lakes-back"), "engine_back")
+    load(spark, settings, [second], "engine-back-1")
+    got = _rolled_back(spark, settings, second.name)
+    assert len(got) == 1 and got[0]["nontransactional"] is False, got
+    s2 = load(spark, settings, [first], "engine-back-2")
+    warned = [f for f in s2.findings if f["kind"] == "engines_unseen_by_loaded_file"]
+    assert [w["file"] for w in warned] == [second.name], s2.findings
+    assert "eng.m" in warned[0]["message"] and "eng.i" not in warned[0]["message"]
+    s3 = run_load(spark, settings, [str(second)], run_id="engine-back-3", reload=True)
+    assert not s3.failed
+    assert not [f for f in s3.findings if f["kind"] == "engines_unseen_by_loaded_file"]
+    got = _rolled_back(spark, settings, second.name)
+    assert len(got) == 1 and got[0]["nontransactional"] is True, got
+
+
 def test_lake_without_engines_column_is_migrated(spark: Any, tmp_path_factory: Any,
                                                  engine_files: EngineFiles) -> None:
     """A lake made before ``files.engines`` (and the payload indexes) existed: the next load
