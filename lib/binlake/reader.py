@@ -51,7 +51,7 @@ from .errors import (
 from .event import Event
 from .events import load_all
 from .fde import FormatDescription, parse_fde, parse_start_v3
-from .source import OpenedBinlog, open_binlog, parse_location, size_of
+from .source import HashTap, OpenedBinlog, open_binlog, parse_location, size_of
 
 log = logging.getLogger("binlake.reader")
 
@@ -137,8 +137,10 @@ class BinlogReader:
 
     def __init__(self, source: str | os.PathLike[str], *, start: int | None = None,
                  stop: int | None = None, verify_checksums: bool = True, strict: bool = False,
-                 decode: Iterable[int] | None = None, name: str | None = None) -> None:
+                 decode: Iterable[int] | None = None, name: str | None = None,
+                 tap: HashTap | None = None) -> None:
         self.source = os.fspath(source)
+        self.tap = tap  # gets the stored bytes read (whole file reads only: no start/stop)
         self.start = start
         self.stop = stop
         self.verify = verify_checksums
@@ -159,7 +161,7 @@ class BinlogReader:
         return self._name or parse_location(self.source).name
 
     def __iter__(self) -> Iterator[Event]:
-        opened = open_binlog(self.source)
+        opened = open_binlog(self.source, tap=self.tap)
         self.compression = opened.compression
         try:
             yield from self._read(opened)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 from urllib.parse import urlparse
 
 from .constants import GZIP_MAGIC, ZSTD_MAGIC
@@ -124,6 +124,76 @@ def _open_raw(loc: Location, start: int = 0, end: int | None = None) -> IO[bytes
     if start:
         f.seek(start)
     return f
+
+
+class HashTap:
+    """The sha256 and size of a stored object, taken from the bytes a reader reads anyway:
+    :func:`open_binlog` with ``tap=`` feeds it every raw (stored, still compressed) byte
+    read from the start of the object, in order; :meth:`finish` reads and hashes whatever
+    the reader left (after a damaged event, or buffered past its end), so that a survey
+    reads an S3 object once instead of once for the hash and once for the events."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        self._h = hashlib.sha256()
+        self.n = 0  # bytes hashed, all from offset 0 on
+        self.eof = False  # the object's end was read
+
+    def update(self, data: bytes | memoryview) -> None:
+        if data:
+            self._h.update(data)
+            self.n += len(data)
+        else:
+            self.eof = True
+
+    def finish(self, uri: str | os.PathLike[str]) -> tuple[str, int]:
+        """(sha256 hex digest, size) of the whole stored object at ``uri``."""
+        if not self.eof:
+            loc = parse_location(uri)
+            try:
+                rest = _open_raw(loc, self.n)
+            except SourceError:
+                if not self.n:
+                    raise
+                # (an S3 range starting at the object's end is refused: hash it all again)
+                self.__init__()  # type: ignore[misc]
+                rest = _open_raw(loc)
+            with rest:
+                while True:
+                    b = rest.read(1 << 20)
+                    self.update(b)
+                    if not b:
+                        break
+        return self._h.hexdigest(), self.n
+
+
+class _Tapped(io.RawIOBase):
+    """A raw stream whose bytes also go to a :class:`HashTap` as they are read."""
+
+    def __init__(self, raw: IO[bytes], tap: HashTap) -> None:
+        self._raw = raw
+        self._tap = tap
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._raw.read(len(b))
+        n = len(data)
+        b[:n] = data
+        self._tap.update(data)
+        return n
+
+    def close(self) -> None:
+        try:
+            self._raw.close()
+        finally:
+            super().close()
+
+
+def _tapped(raw: IO[bytes], tap: HashTap | None) -> IO[bytes]:
+    return raw if tap is None else cast(IO[bytes], _Tapped(raw, tap))
 
 
 def size_of(uri: str | os.PathLike[str]) -> int:
@@ -242,12 +312,16 @@ def _sniff(loc: Location) -> bytes:
         return f.read(4)
 
 
-def open_binlog(uri: str | os.PathLike[str], start: int = 0, end: int | None = None) -> OpenedBinlog:
+def open_binlog(uri: str | os.PathLike[str], start: int = 0, end: int | None = None,
+                tap: HashTap | None = None) -> OpenedBinlog:
     """Open a binlog for reading from byte ``start`` (of the uncompressed stream) to ``end``.
 
     For plain files and S3 objects the range is read directly; for compressed files the
-    stream is decompressed from the beginning and the prefix skipped.
+    stream is decompressed from the beginning and the prefix skipped.  ``tap`` (only with
+    neither ``start`` nor ``end``) gets the stored bytes as they are read.
     """
+    if tap is not None and (start or end is not None):
+        raise ValueError("a HashTap needs the whole object, read from its start")
     loc = parse_location(uri)
     head = _sniff(loc)
     compression = None
@@ -256,8 +330,9 @@ def open_binlog(uri: str | os.PathLike[str], start: int = 0, end: int | None = N
     elif head.startswith(ZSTD_MAGIC):
         compression = "zstd"
     if compression is None:
-        return OpenedBinlog(_open_raw(loc, start, end), loc, None, True)
-    container = _Decompressing(_open_raw(loc), compression)
+        raw = _open_raw(loc, start, end)
+        return OpenedBinlog(_tapped(raw, tap), loc, None, True)
+    container = _Decompressing(_tapped(_open_raw(loc), tap), compression)
     stream: IO[bytes] = io.BufferedReader(container, buffer_size=1 << 20)
     remaining = start
     while remaining > 0:

@@ -21,6 +21,7 @@ from ..constants import EventType as E
 from ..errors import BinlogError, TruncatedError
 from ..reader import BinlogReader
 from ..render import _default as _render_default
+from ..source import HashTap
 from ..txn.boundary import query_keyword
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
@@ -194,19 +195,22 @@ def layout_record(tm: Any, seq: int, pos: int) -> dict[str, Any]:
             "has_names": tm.has_full_metadata, "seq": seq, "pos": pos}
 
 
-def survey_scan(uri: str, seq: int) -> tuple[list[DdlEvent], list[dict[str, Any]]]:
+def survey_scan(uri: str, seq: int, tap: HashTap | None = None
+                ) -> tuple[list[DdlEvent], list[dict[str, Any]]]:
     """One pass over a file for the driver's plan: its DDL statements (as
     :func:`ddl_events`) and its table layouts (:func:`layout_record`, for the
     first Table_map of each table and whenever the table's layout changes).  Only Query and
     Table_map events are decoded (Table_maps from a cache: the server logs the same one in
     every transaction), and compressed transactions are opened for their Table_maps.  A
-    damaged file gives what comes before the damage (its decode reports it)."""
+    damaged file gives what comes before the damage (its decode reports it).  ``tap``
+    gets the file's stored bytes as they are read (see :class:`binlake.source.HashTap`)."""
     ddl: list[DdlEvent] = []
     layouts: list[dict[str, Any]] = []
     last: dict[tuple[str, str], Any] = {}  # (db, table) -> (TableMap, layout key)
     try:
         for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED, E.TABLE_MAP,
-                                            E.TRANSACTION_PAYLOAD}, verify_checksums=False):
+                                            E.TRANSACTION_PAYLOAD}, verify_checksums=False,
+                                tap=tap):
             t = ev.type_code
             if t == E.TABLE_MAP:
                 tm = ev.data.get("_table_map")

@@ -18,7 +18,6 @@ written last.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 import uuid
@@ -32,7 +31,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import BinlogError
-from ..source import parse_location, s3_client
+from ..source import HashTap, parse_location, s3_client
 from ..txn.build import assign_order
 from ..txn.files import BinlogFile, binlog_file, order_files
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
@@ -138,23 +137,14 @@ def discover(sources: Iterable[str]) -> list[BinlogFile]:
     return order_files(uris)
 
 
-def _sha256(uri: str) -> tuple[str, int, str | None]:
+def _sha256(uri: str, tap: HashTap | None = None) -> tuple[str, int, str | None]:
     """sha256 and size of the stored object, and the sha256 recorded when it was archived
-    (None when nothing was recorded).  Runs on an executor."""
-    from ..source import _open_raw  # the stored bytes, compressed or not
-
-    h = hashlib.sha256()
-    n = 0
-    with _open_raw(parse_location(uri)) as f:
-        while True:
-            b = f.read(1 << 20)
-            if not b:
-                break
-            h.update(b)
-            n += len(b)
+    (None when nothing was recorded).  ``tap``: what a scan of the file already hashed (the
+    rest is read here).  Runs on an executor."""
     from ..objectstore import recorded_sha256
 
-    return h.hexdigest(), n, recorded_sha256(uri)
+    sha, size = (tap or HashTap()).finish(uri)
+    return sha, size, recorded_sha256(uri)
 
 
 # The survey cuts files into ranges this many times finer than ``split_bytes``; the driver
@@ -168,7 +158,6 @@ def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
     size and archived sha256 (:func:`_sha256`), its transaction-aligned ranges of about
     ``split_bytes / FINE_SPLIT`` (or why it cannot be split), its DDL statements and its
     table layouts (:func:`extract.survey_scan`)."""
-    sha, size, recorded = _sha256(uri)
     fine = max(1, split_bytes // FINE_SPLIT)
     try:
         ranges: list[Any] | str = split_file(uri, target_bytes=fine,
@@ -177,8 +166,10 @@ def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
         ranges = str(exc)
     ddl: list[X.DdlEvent] = []
     layouts: list[dict[str, Any]] = []
+    tap = HashTap()  # the scan reads every byte: the sha256 comes from the same read
     if not isinstance(ranges, str):
-        ddl, layouts = X.survey_scan(uri, binlog_file(uri).seq)
+        ddl, layouts = X.survey_scan(uri, binlog_file(uri).seq, tap)
+    sha, size, recorded = _sha256(uri, tap)
     return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl, "layouts": layouts}
 
 
