@@ -567,3 +567,13 @@ def test_s3_survey_reads_an_object_about_once_less(s3_endpoint: str,
         if key.startswith("plain/"):
             # the split's header walk (ranged reads) plus one read for the scan and the hash
             assert served[0] < 2.2 * len(blob), (key, served[0], len(blob))
+    # a tap that has every byte but never saw the end: the ranged GET from the object's end
+    # is refused, and the object is hashed again whole
+    from binlake.source import HashTap
+
+    tap = HashTap()
+    tap.update(data)
+    assert tap.finish(s3uri("plain/mdev6020-mysql-bin.000001")) == _truth(data)
+    tap = HashTap()
+    tap.update(data[:100])
+    assert tap.finish(s3uri("plain/mdev6020-mysql-bin.000001")) == _truth(data)

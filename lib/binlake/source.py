@@ -134,6 +134,9 @@ class HashTap:
     reads an S3 object once instead of once for the hash and once for the events."""
 
     def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
         import hashlib
 
         self._h = hashlib.sha256()
@@ -157,7 +160,7 @@ class HashTap:
                 if not self.n:
                     raise
                 # (an S3 range starting at the object's end is refused: hash it all again)
-                self.__init__()  # type: ignore[misc]
+                self._reset()
                 rest = _open_raw(loc)
             with rest:
                 while True:
