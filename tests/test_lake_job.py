@@ -786,6 +786,21 @@ def test_later_files_first_same_as_one(spark: Any, workload: Workload, one_run: 
     s2 = load(spark, settings, workload.files[:k], "reverse-2")
     assert not s2.failed
     assert _xid(xa) not in _pending_keys(spark, settings)
+    # the summary names each XA prepared in the second run and decided in the first, as
+    # the transaction layer over every file in one pass sees them
+    from binlake.lake.job import summary_text, xid_text
+
+    names = workload.names
+    expected = sorted(
+        (xid_text(_xid(t)), t.prepare.file, t.prepare.begin_pos, t.status, t.part.file,
+         t.part.end_pos) for t in workload.built.transactions
+        if t.kind == "xa" and t.prepare is not None and t.status != XA_PREPARED
+        and names.index(t.prepare.file) < k <= names.index(t.part.file))
+    assert expected
+    assert sorted((d["xid"], d["prepare_file"], d["prepare_pos"], d["status"], d["end_file"],
+                   d["end_pos"]) for d in s2.xa_decided_late) == expected
+    assert f"XA decided at a COMMIT/ROLLBACK loaded before: {len(expected)}" \
+        in summary_text(s2)
     # files.engines of the files loaded first hold what their DDL alone said (they could
     # not see the earlier files' DDL); everything else is as one run made it
     drop = {"files": {*IGNORED, "engines"}}

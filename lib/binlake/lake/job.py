@@ -84,6 +84,10 @@ class LoadSummary:
     typed: dict[str, Any] = field(default_factory=dict)  # typed tables' report
     branch: str | None = None  # the Iceberg branch written (write-audit-publish), or None
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    # XAs prepared in this run's files and decided at a COMMIT/ROLLBACK a run before it
+    # stored (a backfill behind loaded files): their transactions end in a file outside
+    # this run, so ``transactions`` and ``rows`` do not count them
+    xa_decided_late: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -105,7 +109,7 @@ class LoadSummary:
                 "transactions": self.transactions, "rows": self.rows, "pending": self.pending,
                 "findings": self.findings, "seconds": self.seconds, "bytes": self.bytes,
                 "ranges": self.ranges, "typed": self.typed, "branch": self.branch,
-                "timings": self.timings}
+                "timings": self.timings, "xa_decided_late": self.xa_decided_late}
 
 
 # -- discovering input ------------------------------------------------------------------------
@@ -532,6 +536,11 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == X.XA_END],
         later_loaded)
     summary.findings += xa_findings
+    summary.xa_decided_late = [
+        {"xid": xid_text(r["xid"]), "prepare_file": pf, "prepare_pos": pp,
+         "status": XA_COMMITTED if r["commit"] else XA_ROLLED_BACK,
+         "end_file": r["part"]["file"], "end_pos": r["part"]["end_pos"]}
+        for (pf, pp), r in sorted(resolutions.items()) if r.get("late")]
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
     meta = F.col("meta")
@@ -858,7 +867,8 @@ def pair_events(events: list[tuple[int, int, str, dict[str, Any]]],
                 "commit": d["status"] == XA_COMMITTED, "end_event": d["end_event"],
                 "part": {"file": d["end_file"], "seq": d["order_seq"],
                          "begin_pos": d["begin_pos"], "end_pos": d["end_pos"],
-                         "gtid": d["gtid"], "timestamp": None, "commit_ts_us": d["commit_us"]}}
+                         "gtid": d["gtid"], "timestamp": None, "commit_ts_us": d["commit_us"]},
+                "late": True, "xid": xid}
             late.append((d["end_file"], d["begin_pos"]))
             continue
         prep = pending.pop(xid, None)
@@ -1020,6 +1030,12 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
     return rows
 
 
+def xid_text(xid: tuple[int, str, str] | list[Any]) -> str:
+    """An XID (format id, gtrid hex, bqual hex) as XA statements write it."""
+    fmt, gtrid, bqual = xid
+    return f"X'{gtrid}',X'{bqual}',{fmt}"
+
+
 def summary_text(s: LoadSummary) -> str:
     lines = [f"binlake load {s.run_id} (source {s.source}): {len(s.files)} file(s), "
              f"{s.bytes / 1e6:.1f} MB in {s.ranges} range(s), {s.seconds:.1f} s"]
@@ -1045,9 +1061,14 @@ def summary_text(s: LoadSummary) -> str:
                      f"{len(s.typed.get('evolved') or [])} evolved, {len(skipped)} skipped")
         for table, why in sorted(skipped.items()):
             lines.append(f"  skipped {table}: {why}")
+    if s.xa_decided_late:
+        lines.append(f"XA decided at a COMMIT/ROLLBACK loaded before: {len(s.xa_decided_late)}")
+        for d in s.xa_decided_late:
+            lines.append(f"  {d['xid']} prepared at {d['prepare_file']}:{d['prepare_pos']}, "
+                         f"{d['status']} at {d['end_file']}:{d['end_pos']}")
     lines.append(f"pending XA: {len(s.pending)}")
     for p in s.pending:
-        lines.append(f"  X'{p['xa_gtrid']}',X'{p['xa_bqual']}',{p['xa_format_id']} prepared at "
+        lines.append(f"  {xid_text((p['xa_format_id'], p['xa_gtrid'], p['xa_bqual']))} prepared at "
                      f"{p['prepare_file']}:{p['prepare_pos']}")
     errors = Counter(f.get("kind") for f in s.findings if f.get("severity", "error") == "error")
     if errors:
