@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 from collections.abc import Callable, Iterator
@@ -100,3 +101,7 @@ def spark_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield spark
     finally:
         spark.stop()
+        # py4j's connections log their closing from __del__ at interpreter exit, after
+        # pytest closed the stream its handler writes to ("--- Logging error ---")
+        for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
+            logging.getLogger(name).setLevel(logging.WARNING)

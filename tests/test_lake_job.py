@@ -663,6 +663,33 @@ def test_xa_prepares_pks_independent_of_ranges(one_run: Lake, small_ranges: Lake
     assert pks(one_run) == pks(small_ranges)
 
 
+def test_decided_xas_written_in_one_round(spark: Any, small_ranges: Lake) -> None:
+    """The XAs a run decides are rebuilt on the executors in one round of tasks (at most one
+    per core), whatever the number of decode ranges their PREPAREs came from: fewer, larger
+    data files.  Each such task names its files ``...-xa-<task>-<batch>-...``."""
+    settings = small_ranges.settings
+    decided = [r for r in small_ranges.raw["transactions"]
+               if r["kind"] == "xa" and r["prepare_file"] is not None]
+    # PREPAREs from enough ranges that one task per range would be more than one round
+    prep_at = {(r["prepare_file"], r["prepare_pos"]) for r in decided}
+    assert len({f for f, _ in prep_at}) >= 3, prep_at
+    tasks: dict[str, set[str]] = {}
+    for table in ("transactions", "row_changes"):
+        paths = [r["file_path"] for r in spark.sql(
+            f"SELECT file_path FROM {settings.table(table)}.files").collect()]
+        tasks[table] = {m.group(1) for p in paths
+                        if (m := re.search(r"-xa-([0-9a-f]{12})-\d+-", p))}
+    cores = spark.sparkContext.defaultParallelism
+    assert 1 <= len(tasks["transactions"]) <= cores, tasks
+    assert tasks["row_changes"] <= tasks["transactions"], tasks
+    # and every decided XA's transaction row is in those files
+    xa_rows = spark.sql(
+        f"SELECT count(*) n FROM {settings.table('transactions')} WHERE kind = 'xa' AND "
+        "prepare_file IS NOT NULL AND input_file_name() RLIKE '-xa-[0-9a-f]{12}-'"
+    ).collect()[0]["n"]
+    assert xa_rows == len(decided)
+
+
 def test_engines_known_across_ranges(workload: Workload) -> None:
     """The executor function alone (no Spark): the file with the statement-format ROLLBACK
     that changed a MyISAM table (nontransactional), cut into two ranges right before it, as
