@@ -1120,6 +1120,38 @@ def test_truncated_file_fails_alone(spark: Any, workload: Workload, tmp_path: Pa
     assert _xid(xa) in _pending_keys(spark, settings)
 
 
+def test_one_load_at_a_time(spark: Any, workload: Workload, tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    """``binlake load`` while another process holds the lake's load lock: exit 75 at once,
+    naming the lock and its holder, and the lake untouched (no table made); once the holder
+    is gone (killed), the same command loads."""
+    import subprocess
+    import sys
+
+    from .test_lake_lock import HOLD
+
+    settings = make_lake(spark, tmp_path, "locked")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(settings.home_path), "",
+                               settings.source], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        rc, out = _cli_load(monkeypatch, settings, [str(workload.files[0])])
+        err = capsys.readouterr().err
+        assert rc == 75, (out, err)
+        assert "another load is writing this lake" in err and f"pid {holder.pid} " in err
+        assert str(settings.home_path / "catalog.db.load.lock") in err
+        assert not spark.catalog.tableExists(settings.table("files"))
+    finally:
+        holder.kill()
+        holder.wait()
+    rc, out = _cli_load(monkeypatch, settings, ["--json", str(workload.files[0])])
+    assert rc == 0
+    assert [f["file"] for f in json.loads(out)["files"]] == [workload.names[0]]
+    assert [r["file"] for r in read_table(spark, settings, "files")] == [workload.names[0]]
+
+
 def test_checksum_error_fails_the_file(spark: Any, workload: Workload, tmp_path: Path) -> None:
     """One byte flipped inside a rows event in the middle of a file: framing intact, CRC32
     wrong."""

@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     ld = sub.add_parser("load", help="load binlog files into the Iceberg lake (local Spark)",
                         description="Run the lake job on this machine: decode the files (paths, "
                         "directories or s3:// URIs) on a local Spark session and land them in "
-                        "Iceberg. See docs/lake.md.")
+                        "Iceberg. Exit 0 ok, 1 a file failed, 75 another load is writing the "
+                        "lake. See docs/lake.md.")
     ld.add_argument("sources", nargs="+", metavar="SOURCE")
     ld.add_argument("--config", metavar="F", help="TOML settings file (see docs/lake.md)")
     ld.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
@@ -203,10 +204,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+LOCKED = 75  # sysexits' EX_TEMPFAIL: another load is writing the lake; try again later
+
+
 def cmd_load(args: argparse.Namespace) -> int:
     import json
 
     from .lake.job import run_load, summary_text
+    from .lake.lock import LoadLockedError
 
     lake = lake_session(args.config, args.master, source=args.source_name)
     if lake is None:
@@ -217,6 +222,9 @@ def cmd_load(args: argparse.Namespace) -> int:
                            branch=args.branch, reload=args.reload)
     except ValueError as exc:  # a bad branch name
         raise _Usage(str(exc)) from None
+    except LoadLockedError as exc:
+        print(f"binlake: error: {exc}", file=sys.stderr)
+        return LOCKED
     if args.json:
         print(json.dumps(summary.to_dict(), default=str))
     else:

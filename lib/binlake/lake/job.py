@@ -38,6 +38,7 @@ from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
 from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
+from .lock import load_lock
 from .tables import (
     FILES,
     ROW_CHANGES,
@@ -188,11 +189,13 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     decodes them again and replaces what they contributed); a file whose content differs
     from the loaded one is a ``conflict`` and is not touched.  With ``branch``, every table
     is written on that Iceberg branch (write-audit-publish: :func:`publish` makes it main).
+    One load at a time: :class:`~binlake.lake.lock.LoadLockedError` when another load holds
+    the lake's lock (:mod:`binlake.lake.lock`).
     """
     t0 = time.time()
     run_id = run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     summary = LoadSummary(run_id, settings.source, branch=branch)
-    with on_branch(spark, branch):
+    with load_lock(settings, run_id), on_branch(spark, branch):
         _run_load(spark, settings, list(sources), run_id, summary, reload)
     summary.seconds = time.time() - t0
     return summary

@@ -1,0 +1,73 @@
+"""One load at a time: the lock a load holds while it writes a lake.
+
+Two loads at once would each read the lake's state (what is loaded, the pending XAs) before
+the other's commits, and their results would depend on timing.  A load therefore holds an
+exclusive ``flock`` on a lock file for its whole run:
+
+* the embedded SQLite catalog: one lock per catalog file (``<catalog>.db.load.lock``), any
+  source, as SQLite takes one writer at a time anyway;
+* any other catalog: one lock per source under ``<home>/locks/``.  That guards the loads
+  started on one machine (or on machines sharing ``home``); for loads from several machines
+  rely on the scheduler (the nightly DAG runs one at a time per source).
+
+The kernel drops the lock when its holder exits, killed or not: a dead load leaves nothing
+to clean up.  The file names the holder (pid, host, run id, since when) for the error the
+next load gives.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..config import Settings
+
+
+class LoadLockedError(RuntimeError):
+    """Another load holds the lake's lock."""
+
+    def __init__(self, path: Path, holder: str) -> None:
+        self.path = path
+        self.holder = holder
+        who = holder or "holder unknown"
+        super().__init__(f"{path}: another load is writing this lake ({who}); try again "
+                         "when it has finished")
+
+
+def lock_path(settings: Settings) -> Path:
+    uri = settings.sqlalchemy_uri
+    if uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):] + ".load.lock")
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", settings.source)
+    return settings.home_path / "locks" / f"load-{safe}.lock"
+
+
+@contextmanager
+def load_lock(settings: Settings, run_id: str) -> Iterator[Path]:
+    """Hold the lake's load lock (see the module), or raise :class:`LoadLockedError` at once
+    when another process holds it."""
+    path = lock_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            raise LoadLockedError(path, holder) from None
+        note = (f"pid {os.getpid()} on {socket.gethostname()}, run {run_id}, source "
+                f"{settings.source}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, note.encode() + b"\n", 0)
+        try:
+            yield path
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the lock

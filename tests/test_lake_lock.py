@@ -1,0 +1,97 @@
+"""The load lock (binlake.lake.lock): one load at a time per lake (SQLite catalog) or per
+source (other catalogs); a holder that dies releases it.  The lock inside a real load is
+tested in test_lake_job.py (test_one_load_at_a_time)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from binlake.config import load_settings
+from binlake.lake.lock import LoadLockedError, load_lock, lock_path
+
+HOLD = """
+import sys, time
+from binlake.config import load_settings
+from binlake.lake.lock import load_lock
+s = load_settings(env={"BINLAKE_HOME": sys.argv[1], "BINLAKE_CATALOG_URI": sys.argv[2]},
+                  source=sys.argv[3])
+with load_lock(s, "other-run"):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def hold(home: Path, catalog_uri: str = "", source: str = "db1") -> subprocess.Popen[str]:
+    """Another process holding the load lock of these settings (until killed)."""
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(home), catalog_uri, source],
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "held"
+    return p
+
+
+def settings(home: Path, catalog_uri: str = "", source: str = "db1"):  # type: ignore[no-untyped-def]
+    return load_settings(env={"BINLAKE_HOME": str(home), "BINLAKE_CATALOG_URI": catalog_uri},
+                         source=source)
+
+
+def test_lock_paths(tmp_path: Path) -> None:
+    # SQLite: one lock beside the catalog file, whatever the source
+    a, b = settings(tmp_path, source="db1"), settings(tmp_path, source="db2")
+    assert lock_path(a) == lock_path(b) == tmp_path / "catalog.db.load.lock"
+    other = tmp_path / "elsewhere" / "cat.db"
+    assert lock_path(settings(tmp_path, f"sqlite:///{other}")) == Path(f"{other}.load.lock")
+    # another catalog: one lock per source under home
+    pg = "postgresql://u@db.example/lake"
+    p1, p2 = lock_path(settings(tmp_path, pg, "db1")), lock_path(settings(tmp_path, pg, "a b:c"))
+    assert p1 == tmp_path / "locks" / "load-db1.lock"
+    assert p2 == tmp_path / "locks" / "load-a_b_c.lock"
+
+
+def test_held_lock_refuses_and_names_the_holder(tmp_path: Path) -> None:
+    holder = hold(tmp_path)
+    try:
+        with pytest.raises(LoadLockedError) as err, load_lock(settings(tmp_path), "mine"):
+            raise AssertionError("the lock was given twice")
+        msg = str(err.value)
+        assert str(tmp_path / "catalog.db.load.lock") in msg
+        assert f"pid {holder.pid} " in msg and "run other-run" in msg and "source db1" in msg
+        # another source on the same SQLite catalog waits for the same lock
+        with pytest.raises(LoadLockedError), load_lock(settings(tmp_path, source="db2"), "x"):
+            raise AssertionError("the lock was given twice")
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder was killed: the kernel dropped its lock, nothing to clean up
+    with load_lock(settings(tmp_path), "mine") as path:
+        assert "run mine" in path.read_text()
+    assert path.read_text() == ""  # released: the holder's note is gone
+
+
+def test_other_catalog_locks_per_source(tmp_path: Path) -> None:
+    pg = "postgresql://u@db.example/lake"
+    holder = hold(tmp_path, pg, "db1")
+    try:
+        with pytest.raises(LoadLockedError), load_lock(settings(tmp_path, pg, "db1"), "x"):
+            raise AssertionError("the lock was given twice")
+        with load_lock(settings(tmp_path, pg, "db2"), "y"):  # another source: its own lock
+            pass
+    finally:
+        os.kill(holder.pid, signal.SIGTERM)
+        holder.wait()
+
+
+def test_lock_is_exclusive_within_one_process(tmp_path: Path) -> None:
+    """Two loads in one process (threads, or a load inside a load) are refused too."""
+    with load_lock(settings(tmp_path), "first"):
+        with pytest.raises(LoadLockedError) as err, load_lock(settings(tmp_path), "second"):
+            raise AssertionError("the lock was given twice")
+        assert f"pid {os.getpid()} " in str(err.value) and "run first" in str(err.value)
+    with load_lock(settings(tmp_path), "third"):
+        pass
