@@ -656,6 +656,25 @@ def test_small_ranges_same_result(one_run: Lake, small_ranges: Lake) -> None:
     assert not report, report
 
 
+def test_small_flushes_same_result(spark: Any, workload: Workload, one_run: Lake,
+                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Decode tasks that write their records after every event that gave some
+    (``flush_bytes`` 1; the default writes every 32 MiB of binlog): many data files per
+    range, exactly the tables one write per range gives."""
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "flush", flush_bytes=1)
+    summary = load(spark, settings, [workload.dir], "flush-1")
+    assert not summary.failed
+
+    def data_files(s: Any) -> int:
+        return spark.sql(f"SELECT count(*) n FROM {s.table('row_changes')}.files"
+                         ).collect()[0]["n"]
+
+    assert data_files(settings) > 2 * data_files(one_run.settings)
+    report = diff(frozen(one_run.raw, {"files": IGNORED}),
+                  frozen(read_all(spark, settings), {"files": IGNORED}), "one write vs many: ")
+    assert not report, report
+
+
 def test_xa_prepares_pks_independent_of_ranges(one_run: Lake, small_ranges: Lake) -> None:
     def pks(lake: Lake) -> dict[tuple[int, int], str]:
         return {(r["prepare_seq"], r["prepare_pos"]): r["pks"] for r in lake.raw["xa_prepares"]}

@@ -733,3 +733,33 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     assert _typed_tables(spark, settings) == lake["tables"]
     for table in MIRRORED:
         _mirror_vs_server(spark, settings, world, table)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_small_flushes_same_tables(spark: Any, lake: dict[str, Any], world: dict[str, Any],
+                                   tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Decode tasks that write their records after every event that gave some
+    (``flush_bytes`` 1): many data files per range, and several typed reports per table and range (counts summed,
+    order keys min/max, staged deltas together): the same typed tables as the one-write
+    lake."""
+    from binlake.config import load_settings
+    from binlake.lake.spark import build_session
+
+    settings = load_settings(env={"BINLAKE_HOME": str(tmp_path_factory.mktemp("typed-lake-f")),
+                                  "BINLAKE_CATALOG_NAME": "typed_f",
+                                  "BINLAKE_FLUSH_BYTES": "1"})
+    assert settings.flush_bytes == 1
+    build_session(settings, master="local[2]")
+    reports: list[dict[str, Any]] = []
+    _load(spark, settings, world["files"], reports)
+    assert _typed_tables(spark, settings) == lake["tables"]
+    for table in MIRRORED:
+        _mirror_vs_server(spark, settings, world, table)
+
+    def data_files(s: Any) -> int:
+        return sum(spark.sql(f"SELECT count(*) n FROM {s.table(t)}.files").collect()[0]["n"]
+                   for t in lake["tables"] if t.startswith("changelog__"))
+
+    assert data_files(settings) > 2 * data_files(lake["settings"])
+

@@ -54,6 +54,9 @@ class Settings:
     # these jars and options, when there is one (lake/classarchive.py); "off": never.
     spark_class_archive: str = "auto"
     split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
+    # bytes of binlog a decode task reads between two writes of its records as data files
+    # (its memory, besides the transactions still open; less: more, smaller data files)
+    flush_bytes: int = 32 << 20
     typed_parallelism: int = 2  # source tables whose typed tables are filled at once
     # The source server the files come from (a label; one lake holds several sources)
     source: str = "default"
@@ -129,6 +132,8 @@ class Settings:
                               "auto or off")
         if not 1 <= self.typed_parallelism <= 64:
             raise ConfigError(f"typed_parallelism: {self.typed_parallelism} is not in 1..64")
+        if self.flush_bytes < 1:
+            raise ConfigError(f"flush_bytes: {self.flush_bytes} is not positive")
         if self.split_bytes < 1 << 16:
             raise ConfigError(f"split_bytes: {self.split_bytes} is below 65536")
         if not self.source or "/" in self.source:

@@ -10,8 +10,9 @@ or run): their rows come back marked with the group's position, and the driver p
 from __future__ import annotations
 
 import gc
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -292,9 +293,23 @@ def engine_seeds(uris: list[str], starts: list[list[int]],
     return seeds_from([ddl_events(u) for u in uris], starts, seed)
 
 
-def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
-    """All records of one range (see the module doc)."""
+# A decode task hands its records to ``flush`` (the DataSink: Parquet data files) each time
+# it has read this many bytes of binlog since the last time, so that it holds the records
+# of at most about this many bytes (as Python objects some 10-15 times that) besides the
+# transactions still open, whatever the range's size and the rows' width.
+FLUSH_BYTES = 32 << 20
+
+
+def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
+                                                  list[tuple[str, Any]]] | None = None,
+                 flush_bytes: int = FLUSH_BYTES) -> list[tuple[str, Any]]:
+    """All records of one range (see the module doc).  With ``flush``, the records so far
+    go to ``flush`` after the event that ends ``flush_bytes`` or more bytes past the last
+    flush (or the range's start), and the last ones at the end; what it returns is kept in
+    their place."""
     out: list[tuple[str, Any]] = []
+    kept: list[tuple[str, Any]] = []
+    flushed_at = task.start
     engines = EngineTracker(task.nontransactional, seen_ddl=task.engines)
     builder = GroupBuilder(engines)
     builder.begin_file(task.file, task.seq)
@@ -339,6 +354,10 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
                 _emit(out, item, pks, info, statements_seen, utf8)
+            if flush is not None and ev.pos + ev.length - flushed_at >= flush_bytes and out:
+                kept += flush(out)
+                out = []
+                flushed_at = ev.pos + ev.length
     except BinlogError as exc:
         if info["error"] is None:
             info["error"] = str(exc)
@@ -363,7 +382,7 @@ def decode_range(task: RangeTask) -> list[tuple[str, Any]]:
                        "checksum_alg": reader.fde.to_dict()["checksum_alg"],
                        "in_use": reader.in_use}
     out.append((RANGE, info))
-    return out
+    return kept + flush(out) if flush is not None else out
 
 
 def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
@@ -469,9 +488,18 @@ def decode_tasks_arrow(batches: Any, sink: DataSink) -> Any:
             # walk them again and again while they pile up (10-15% of the task's time);
             # reference counting frees them, and one collection runs after the range.
             gc.disable()
+            chunks = itertools.count()
+            tag = f"{task.seq}-{task.index}"
+
+            def flush(recs: list[tuple[str, Any]], tag: str = tag,
+                      chunks: Iterator[int] = chunks, file: str = task.file
+                      ) -> list[tuple[str, Any]]:
+                kept = sink.write_records(f"{tag}-{next(chunks)}", file, recs)
+                recs.clear()  # the caller's list: its records go now
+                return kept
+
             try:
-                records = sink.write_records(f"{task.seq}-{task.index}", task.file,
-                                             decode_range(task))
+                records = decode_range(task, flush, sink.flush_bytes)
             finally:
                 gc.enable()
             yield from wide_batches(records)
@@ -540,6 +568,8 @@ class DataSink:
     attempt: str = ""
     # source tables whose typed changelog (and mirror delta) is written here too
     typed: dict[tuple[str, str], TypedOut] = field(default_factory=dict)
+    # a decode task writes its records every this many bytes of binlog (decode_range)
+    flush_bytes: int = FLUSH_BYTES
 
     def write(self, table: str, tag: str, file: str, columns: dict[str, list[Any]],
               n: int, keep: list[tuple[tuple[Any, ...], Any]] | None = None

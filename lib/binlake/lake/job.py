@@ -638,7 +638,7 @@ def _data_sink(spark: Any, settings: Settings, run_id: str,
     out = {table: table_out(spark, table if table in more else settings.table(table))
            for table in (*RECORD_TABLES, *more)}
     return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
-                      attempt=uuid.uuid4().hex[:8])
+                      attempt=uuid.uuid4().hex[:8], flush_bytes=settings.flush_bytes)
 
 
 def table_out(spark: Any, name: str) -> X.TableOut:
