@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from binlake.config import load_settings
-from binlake.lake.lock import LoadLockedError, load_lock, lock_path
+from binlake.lake.lock import LoadLockedError, check_unlocked, load_lock, lock_path
 
 HOLD = """
 import sys, time
@@ -95,3 +95,45 @@ def test_lock_is_exclusive_within_one_process(tmp_path: Path) -> None:
         assert f"pid {os.getpid()} " in str(err.value) and "run first" in str(err.value)
     with load_lock(settings(tmp_path), "third"):
         pass
+
+
+def test_probe(tmp_path: Path) -> None:
+    check_unlocked(settings(tmp_path))  # no lock file yet: nothing holds it
+    assert not lock_path(settings(tmp_path)).exists()  # and the probe made none
+    holder = hold(tmp_path)
+    try:
+        with pytest.raises(LoadLockedError) as err:
+            check_unlocked(settings(tmp_path))
+        assert f"pid {holder.pid} " in str(err.value)
+    finally:
+        holder.kill()
+        holder.wait()
+    check_unlocked(settings(tmp_path))  # the lock file stays; nobody holds it
+    with load_lock(settings(tmp_path), "after"):  # and the probe left no lock behind
+        pass
+
+
+def test_cli_load_stops_before_spark_when_locked(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``binlake load`` against a held lock exits 75 without starting a Spark session."""
+    import binlake.lake.spark as lake_spark
+    from binlake.cli import main
+
+    def no_spark(*a: object, **k: object) -> None:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(lake_spark, "build_session", no_spark)
+    for k in list(os.environ):
+        if k.startswith("BINLAKE_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("BINLAKE_HOME", str(tmp_path))
+    holder = hold(tmp_path, source="default")
+    try:
+        assert main(["load", str(tmp_path / "mariadb-bin.000001")]) == 75
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert "another load is writing this lake" in err and f"pid {holder.pid} " in err
+

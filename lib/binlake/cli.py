@@ -147,9 +147,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def lake_session(config: str | None, master: str | None, source: str | None = None,
-                 app_name: str | None = None) -> tuple[Any, Any] | None:
+                 app_name: str | None = None, check: Any = None) -> tuple[Any, Any] | None:
     """Settings and a Spark session for the lake commands: a bad setting is a usage error;
-    a Spark that cannot start is reported on stderr and gives None."""
+    a Spark that cannot start is reported on stderr and gives None.  ``check(settings)``
+    runs before Spark starts."""
     from .config import ConfigError, load_settings
     from .lake.spark import SparkSetupError, build_session
 
@@ -157,6 +158,8 @@ def lake_session(config: str | None, master: str | None, source: str | None = No
         settings = load_settings(config, source=source)
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
+    if check is not None:
+        check(settings)
     try:
         kw = {"app_name": app_name} if app_name else {}
         return settings, build_session(settings, master=master, **kw)
@@ -211,13 +214,15 @@ def cmd_load(args: argparse.Namespace) -> int:
     import json
 
     from .lake.job import run_load, summary_text
-    from .lake.lock import LoadLockedError
+    from .lake.lock import LoadLockedError, check_unlocked
 
-    lake = lake_session(args.config, args.master, source=args.source_name)
-    if lake is None:
-        return 1
-    settings, spark = lake
     try:
+        # a load holding the lock now: stop before Spark starts (the load takes the lock)
+        lake = lake_session(args.config, args.master, source=args.source_name,
+                            check=check_unlocked)
+        if lake is None:
+            return 1
+        settings, spark = lake
         summary = run_load(spark, settings, args.sources, run_id=args.run_id,
                            branch=args.branch, reload=args.reload)
     except ValueError as exc:  # a bad branch name

@@ -71,3 +71,22 @@ def load_lock(settings: Settings, run_id: str) -> Iterator[Path]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock
+
+
+def check_unlocked(settings: Settings) -> None:
+    """Raise :class:`LoadLockedError` when a load holds the lock now: a probe (a shared lock
+    taken and dropped at once), so that a command can stop before it starts Spark; the
+    load itself still takes the lock."""
+    path = lock_path(settings)
+    if not path.exists():
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            raise LoadLockedError(path, holder) from None
+    finally:
+        os.close(fd)
+
