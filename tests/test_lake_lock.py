@@ -23,22 +23,25 @@ s = load_settings(env={"BINLAKE_HOME": sys.argv[1], "BINLAKE_CATALOG_URI": sys.a
                   source=sys.argv[3])
 with load_lock(s, "other-run"):
     print("held", flush=True)
-    time.sleep(600)
+    time.sleep(float(sys.argv[4]) if len(sys.argv) > 4 else 600)
 """
 
 
-def hold(home: Path, catalog_uri: str = "", source: str = "db1") -> subprocess.Popen[str]:
-    """Another process holding the load lock of these settings (until killed)."""
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(home), catalog_uri, source],
-                         stdout=subprocess.PIPE, text=True)
+def hold(home: Path, catalog_uri: str = "", source: str = "db1", seconds: float = 600
+         ) -> subprocess.Popen[str]:
+    """Another process holding the load lock of these settings for ``seconds`` (or until
+    killed)."""
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(home), catalog_uri, source,
+                          str(seconds)], stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None
     assert p.stdout.readline().strip() == "held"
     return p
 
 
-def settings(home: Path, catalog_uri: str = "", source: str = "db1"):  # type: ignore[no-untyped-def]
+def settings(home: Path, catalog_uri: str = "", source: str = "db1",  # type: ignore[no-untyped-def]
+             wait: float = 0):
     return load_settings(env={"BINLAKE_HOME": str(home), "BINLAKE_CATALOG_URI": catalog_uri},
-                         source=source)
+                         source=source, lock_wait=wait)
 
 
 def test_lock_paths(tmp_path: Path) -> None:
@@ -136,4 +139,76 @@ def test_cli_load_stops_before_spark_when_locked(tmp_path: Path,
         holder.wait()
     err = capsys.readouterr().err
     assert "another load is writing this lake" in err and f"pid {holder.pid} " in err
+
+
+def test_wait_for_the_holder(tmp_path: Path) -> None:
+    """``lock_wait``: a load waits for a holder that finishes in time, and gives up (the
+    holder named) on one that does not."""
+    import time
+
+    holder = hold(tmp_path, seconds=1.5)
+    t0 = time.monotonic()
+    with load_lock(settings(tmp_path, wait=30), "waited") as path:
+        waited = time.monotonic() - t0
+        assert "run waited" in path.read_text()
+    holder.wait()
+    assert 0.8 < waited < 20, waited
+    holder = hold(tmp_path)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(LoadLockedError) as err, \
+                load_lock(settings(tmp_path, wait=0.7), "gave up"):
+            raise AssertionError("the lock was given twice")
+        assert time.monotonic() - t0 >= 0.7
+        assert f"pid {holder.pid} " in str(err.value)
+        t0 = time.monotonic()
+        with pytest.raises(LoadLockedError):  # the probe waits as long
+            check_unlocked(settings(tmp_path, wait=0.7))
+        assert time.monotonic() - t0 >= 0.7
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_cli_wait_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         capsys: pytest.CaptureFixture[str],
+                         caplog: pytest.LogCaptureFixture) -> None:
+    """``binlake load --wait S`` waits S seconds for a held lock before it gives up (75),
+    still without starting Spark; a bad value is a usage error."""
+    import time
+
+    import binlake.lake.spark as lake_spark
+    from binlake.cli import main
+
+    def no_spark(*a: object, **k: object) -> None:
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(lake_spark, "build_session", no_spark)
+    for k in list(os.environ):
+        if k.startswith("BINLAKE_"):
+            monkeypatch.delenv(k)
+    monkeypatch.setenv("BINLAKE_HOME", str(tmp_path))
+    holder = hold(tmp_path, source="default")
+    try:
+        t0 = time.monotonic()
+        assert main(["load", "--wait", "1.2", str(tmp_path / "mariadb-bin.000001")]) == 75
+        assert time.monotonic() - t0 >= 1.2
+        assert main(["load", "--wait", "-1", str(tmp_path / "mariadb-bin.000001")]) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert "another load is writing this lake" in err and "lock_wait: -1" in err
+    assert any("waiting up to 1 s" in r.getMessage() for r in caplog.records)
+
+
+def test_the_dags_load_waits_for_a_load_by_hand(tmp_path: Path) -> None:
+    from binlake.orchestrate import DAG_LOCK_WAIT, load_submit_args
+
+    plan = {"run_id": "r", "branch": "b", "files": []}
+    env = load_submit_args(settings(tmp_path), plan)["spark_env"]
+    assert float(env["BINLAKE_LOCK_WAIT"]) == DAG_LOCK_WAIT > 0
+    env = load_submit_args(settings(tmp_path, wait=5), plan)["spark_env"]
+    assert float(env["BINLAKE_LOCK_WAIT"]) == 5
+    assert load_settings(env={"BINLAKE_HOME": str(tmp_path), **env}).lock_wait == 5
 

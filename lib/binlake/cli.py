@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "(write-audit-publish; `binlake publish --branch B` makes it main)")
     ld.add_argument("--reload", action="store_true",
                     help="decode files already loaded again (default: skip them)")
+    ld.add_argument("--wait", type=float, metavar="SECONDS",
+                    help="while another load writes the lake, wait up to SECONDS for it "
+                    "(default: lock_wait, 0: stop at once with exit 75)")
     ld.set_defaults(func=cmd_load)
 
     pb = sub.add_parser("publish", help="publish (or discard) a load written on a branch",
@@ -147,15 +150,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def lake_session(config: str | None, master: str | None, source: str | None = None,
-                 app_name: str | None = None, check: Any = None) -> tuple[Any, Any] | None:
-    """Settings and a Spark session for the lake commands: a bad setting is a usage error;
-    a Spark that cannot start is reported on stderr and gives None.  ``check(settings)``
-    runs before Spark starts."""
+                 app_name: str | None = None, check: Any = None,
+                 overrides: dict[str, Any] | None = None) -> tuple[Any, Any] | None:
+    """Settings (``overrides`` last) and a Spark session for the lake commands: a bad
+    setting is a usage error; a Spark that cannot start is reported on stderr and gives
+    None.  ``check(settings)`` runs before Spark starts."""
     from .config import ConfigError, load_settings
     from .lake.spark import SparkSetupError, build_session
 
     try:
-        settings = load_settings(config, source=source)
+        settings = load_settings(config, source=source, **(overrides or {}))
     except ConfigError as exc:
         raise _Usage(str(exc)) from None
     if check is not None:
@@ -219,7 +223,8 @@ def cmd_load(args: argparse.Namespace) -> int:
     try:
         # a load holding the lock now: stop before Spark starts (the load takes the lock)
         lake = lake_session(args.config, args.master, source=args.source_name,
-                            check=check_unlocked)
+                            check=check_unlocked,
+                            overrides={} if args.wait is None else {"lock_wait": args.wait})
         if lake is None:
             return 1
         settings, spark = lake

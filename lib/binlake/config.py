@@ -58,6 +58,8 @@ class Settings:
     # (its memory, besides the transactions still open; less: more, smaller data files)
     flush_bytes: int = 32 << 20
     typed_parallelism: int = 2  # source tables whose typed tables are filled at once
+    # seconds a load waits for another load of the lake to finish (lake/lock.py); 0: none
+    lock_wait: float = 0.0
     # The source server the files come from (a label; one lake holds several sources)
     source: str = "default"
     # S3 (binlog objects; Spark reads them through boto3 on the executors)
@@ -132,6 +134,8 @@ class Settings:
                               "auto or off")
         if not 1 <= self.typed_parallelism <= 64:
             raise ConfigError(f"typed_parallelism: {self.typed_parallelism} is not in 1..64")
+        if not 0 <= self.lock_wait <= 86400:
+            raise ConfigError(f"lock_wait: {self.lock_wait} is not in 0..86400 seconds")
         if self.flush_bytes < 1:
             raise ConfigError(f"flush_bytes: {self.flush_bytes} is not positive")
         if self.split_bytes < 1 << 16:

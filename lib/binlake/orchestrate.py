@@ -220,6 +220,9 @@ def default_load_job() -> str:
     return str(Path(__file__).resolve().parents[2] / "jobs" / "load_audited.py")
 
 
+DAG_LOCK_WAIT = 1800.0  # seconds the DAG's load waits for another load (lock_wait 0)
+
+
 def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
     """The SparkSubmitOperator's application, args, jars, conf and environment."""
     from .lake.spark import SQLITE_JNI_DIRS, jars_for
@@ -243,7 +246,9 @@ def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any
     bindir = os.path.dirname(sys.executable)
     env = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
            "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
-           "BINLAKE_SOURCE": settings.source}
+           "BINLAKE_SOURCE": settings.source,
+           # a load started by hand may hold the lake: the night waits for it
+           "BINLAKE_LOCK_WAIT": str(settings.lock_wait or DAG_LOCK_WAIT)}
     return {"application": settings.load_job or default_load_job(),
             "load_args": args + list(plan_["files"]),
             "jars": ",".join(jars_for(settings)), "spark_conf": conf, "spark_env": env}

@@ -10,14 +10,16 @@ exclusive ``flock`` on a lock file for its whole run:
   started on one machine (or on machines sharing ``home``); for loads from several machines
   rely on the scheduler (the nightly DAG runs one at a time per source).
 
-The kernel drops the lock when its holder exits, killed or not: a dead load leaves nothing
-to clean up.  The file names the holder (pid, host, run id, since when) for the error the
+A load that finds the lock held waits up to ``lock_wait`` seconds (0 by default: it stops
+at once) for it.  The kernel drops the lock when its holder exits, killed or not: a dead
+load leaves nothing to clean up.  The file names the holder (pid, host, run id, since when) for the error the
 next load gives.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import re
 import socket
@@ -48,19 +50,40 @@ def lock_path(settings: Settings) -> Path:
     return settings.home_path / "locks" / f"load-{safe}.lock"
 
 
+log = logging.getLogger(__name__)
+POLL = 1.0  # seconds between two looks at a held lock
+
+
+def _take(fd: int, path: Path, mode: int, wait: float) -> None:
+    """flock ``fd`` in ``mode``, waiting up to ``wait`` seconds (polling) while another
+    process holds the lock; then :class:`LoadLockedError`."""
+    deadline = time.monotonic() + max(0.0, wait)
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LoadLockedError(path, holder) from None
+            if not said:
+                log.warning("%s: another load is writing this lake (%s): waiting up to %.0f s",
+                            path, holder or "holder unknown", left)
+                said = True
+            time.sleep(min(POLL, left))
+
+
 @contextmanager
 def load_lock(settings: Settings, run_id: str) -> Iterator[Path]:
-    """Hold the lake's load lock (see the module), or raise :class:`LoadLockedError` at once
-    when another process holds it."""
+    """Hold the lake's load lock (see the module).  While another process holds it, wait
+    up to ``settings.lock_wait`` seconds, then raise :class:`LoadLockedError`."""
     path = lock_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-            raise LoadLockedError(path, holder) from None
+        _take(fd, path, fcntl.LOCK_EX, settings.lock_wait)
         note = (f"pid {os.getpid()} on {socket.gethostname()}, run {run_id}, source "
                 f"{settings.source}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
         os.ftruncate(fd, 0)
@@ -74,19 +97,14 @@ def load_lock(settings: Settings, run_id: str) -> Iterator[Path]:
 
 
 def check_unlocked(settings: Settings) -> None:
-    """Raise :class:`LoadLockedError` when a load holds the lock now: a probe (a shared lock
-    taken and dropped at once), so that a command can stop before it starts Spark; the
-    load itself still takes the lock."""
+    """Return once no load holds the lock (waiting up to ``settings.lock_wait`` seconds),
+    or raise :class:`LoadLockedError`: a probe (a shared lock taken and dropped), so that a
+    command can stop before it starts Spark; the load itself still takes the lock."""
     path = lock_path(settings)
     if not path.exists():
         return
     fd = os.open(path, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
-            raise LoadLockedError(path, holder) from None
+        _take(fd, path, fcntl.LOCK_SH, settings.lock_wait)
     finally:
         os.close(fd)
-
