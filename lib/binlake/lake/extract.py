@@ -295,7 +295,7 @@ def engine_seeds(uris: list[str], starts: list[list[int]],
 
 # A decode task hands its records to ``flush`` (the DataSink: Parquet data files) each time
 # it has read this many bytes of binlog since the last time, so that it holds the records
-# of at most about this many bytes (as Python objects some 10-15 times that) besides the
+# of at most about this many bytes (as Python objects about 3 times that) besides the
 # transactions still open, whatever the range's size and the rows' width.
 FLUSH_BYTES = 32 << 20
 
