@@ -834,11 +834,11 @@ def test_later_files_first_same_as_one(spark: Any, workload: Workload, one_run: 
     assert _xid(xa) not in _pending_keys(spark, settings)
     # the summary names each XA prepared in the second run and decided in the first, as
     # the transaction layer over every file in one pass sees them
-    from binlake.lake.job import summary_text, xid_text
+    from binlake.lake.job import summary_text
 
     names = workload.names
     expected = sorted(
-        (xid_text(_xid(t)), t.prepare.file, t.prepare.begin_pos, t.status, t.part.file,
+        (str(t.xa_xid), t.prepare.file, t.prepare.begin_pos, t.status, t.part.file,
          t.part.end_pos) for t in workload.built.transactions
         if t.kind == "xa" and t.prepare is not None and t.status != XA_PREPARED
         and names.index(t.prepare.file) < k <= names.index(t.part.file))

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,10 +117,9 @@ def test_probe(tmp_path: Path) -> None:
         pass
 
 
-def test_cli_load_stops_before_spark_when_locked(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """``binlake load`` against a held lock exits 75 without starting a Spark session."""
+def cli_without_spark(home: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``binlake.cli.main`` with its settings from the environment (home ``home``, nothing
+    else), failing the test if it starts a Spark session."""
     import binlake.lake.spark as lake_spark
     from binlake.cli import main
 
@@ -130,7 +130,15 @@ def test_cli_load_stops_before_spark_when_locked(tmp_path: Path,
     for k in list(os.environ):
         if k.startswith("BINLAKE_"):
             monkeypatch.delenv(k)
-    monkeypatch.setenv("BINLAKE_HOME", str(tmp_path))
+    monkeypatch.setenv("BINLAKE_HOME", str(home))
+    return main
+
+
+def test_cli_load_stops_before_spark_when_locked(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """``binlake load`` against a held lock exits 75 without starting a Spark session."""
+    main = cli_without_spark(tmp_path, monkeypatch)
     holder = hold(tmp_path, source="default")
     try:
         assert main(["load", str(tmp_path / "mariadb-bin.000001")]) == 75
@@ -177,17 +185,7 @@ def test_cli_wait_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     still without starting Spark; a bad value is a usage error."""
     import time
 
-    import binlake.lake.spark as lake_spark
-    from binlake.cli import main
-
-    def no_spark(*a: object, **k: object) -> None:
-        raise AssertionError("Spark was started")
-
-    monkeypatch.setattr(lake_spark, "build_session", no_spark)
-    for k in list(os.environ):
-        if k.startswith("BINLAKE_"):
-            monkeypatch.delenv(k)
-    monkeypatch.setenv("BINLAKE_HOME", str(tmp_path))
+    main = cli_without_spark(tmp_path, monkeypatch)
     holder = hold(tmp_path, source="default")
     try:
         t0 = time.monotonic()

@@ -29,6 +29,7 @@ from typing import Any
 from .config import Settings
 from .objectstore import ObjectStore, StoredObject, store_for
 from .txn.files import binlog_file
+from .txn.model import XaXid
 
 log = logging.getLogger(__name__)
 
@@ -412,7 +413,8 @@ def report_text(r: dict[str, Any]) -> str:
                                                      sorted(r["transactions"].items())))
     lines.append(f"  pending XA: {len(r.get('pending_xa') or [])}")
     for p in r.get("pending_xa") or []:
-        lines.append(f"    X'{p['xa_gtrid']}',X'{p['xa_bqual']}',{p['xa_format_id']} prepared at "
+        xid = XaXid(p["xa_format_id"], p["xa_gtrid"], p["xa_bqual"])
+        lines.append(f"    {xid} prepared at "
                      f"{p['prepare_file']}:{p['prepare_pos']}")
     v = r.get("validation")
     if v:

@@ -34,7 +34,7 @@ from ..errors import BinlogError
 from ..source import HashTap, parse_location, s3_client
 from ..txn.build import assign_order
 from ..txn.files import BinlogFile, binlog_file, order_files
-from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
+from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part, XaXid
 from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
@@ -540,7 +540,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         later_loaded)
     summary.findings += xa_findings
     summary.xa_decided_late = [
-        {"xid": xid_text(r["xid"]), "prepare_file": pf, "prepare_pos": pp,
+        {"xid": str(XaXid(*r["xid"])), "prepare_file": pf, "prepare_pos": pp,
          "status": XA_COMMITTED if r["commit"] else XA_ROLLED_BACK,
          "end_file": r["part"]["file"], "end_pos": r["part"]["end_pos"]}
         for (pf, pp), r in sorted(resolutions.items()) if r.get("late")]
@@ -1033,12 +1033,6 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
     return rows
 
 
-def xid_text(xid: tuple[int, str, str] | list[Any]) -> str:
-    """An XID (format id, gtrid hex, bqual hex) as XA statements write it."""
-    fmt, gtrid, bqual = xid
-    return f"X'{gtrid}',X'{bqual}',{fmt}"
-
-
 def summary_text(s: LoadSummary) -> str:
     lines = [f"binlake load {s.run_id} (source {s.source}): {len(s.files)} file(s), "
              f"{s.bytes / 1e6:.1f} MB in {s.ranges} range(s), {s.seconds:.1f} s"]
@@ -1071,7 +1065,8 @@ def summary_text(s: LoadSummary) -> str:
                          f"{d['status']} at {d['end_file']}:{d['end_pos']}")
     lines.append(f"pending XA: {len(s.pending)}")
     for p in s.pending:
-        lines.append(f"  {xid_text((p['xa_format_id'], p['xa_gtrid'], p['xa_bqual']))} prepared at "
+        xid = XaXid(p["xa_format_id"], p["xa_gtrid"], p["xa_bqual"])
+        lines.append(f"  {xid} prepared at "
                      f"{p['prepare_file']}:{p['prepare_pos']}")
     errors = Counter(f.get("kind") for f in s.findings if f.get("severity", "error") == "error")
     if errors:
