@@ -69,3 +69,26 @@ def test_expected_headers_on_real_chains(pattern: str) -> None:
     for r in rows[1:]:
         assert r["gtid_header"] is not None
         assert r["gtid_header"] == r["expected_gtid_header"], r["file"]
+
+
+def test_spilled_transactions_same_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The facts keep a huge transaction's changes on disk while it is open (SPILL_BYTES):
+    with every rows event spilled, every file of the corpus gives the same group records.
+    (Rollbacks of spilled changes are checked on real MariaDB savepoints and XA ROLLBACKs
+    in test_transactions_mariadb.test_spilled_changes: the corpus has next to none.)"""
+    require_corpus()
+    from .corpus import corpus_files
+
+    def groups() -> list[list[dict]]:
+        out = []
+        for cf in corpus_files():
+            task = X.FileTask(str(cf.path), cf.path.name, 1, "", 0, True)
+            out.append([r for k, r in X.file_records(task) if k == X.GROUP])
+        return out
+
+    held = groups()
+    monkeypatch.setattr(X, "SPILL_BYTES", 1)
+    spilled = groups()
+    assert sum(len(g) for g in held) > 1000
+    assert sum(1 for g in held for r in g if r["inserts"] + r["updates"] + r["deletes"]) > 1000
+    assert spilled == held

@@ -190,6 +190,31 @@ def test_all_transactions_in_order(truth: Truth, built: Any) -> None:
     assert not report, report
 
 
+def test_spilled_changes(truth: Truth, built: Any) -> None:
+    """With ``spill_bytes=1`` every rows event moves its group's changes to a temporary file
+    (binlake.txn.spill): the savepoint rollbacks, ROLLBACKs and XA ROLLBACKs that undo
+    changes already on disk, and the order keys, must come out as the server did them."""
+    from binlake.txn.build import build_transactions
+    from binlake.txn.spill import SpilledChanges
+
+    spilled = build_transactions([str(f) for f in truth.files], spill_bytes=1)
+    on_disk = [t for t in [*spilled.transactions, *spilled.pending]
+               if isinstance(t.changes, SpilledChanges) and t.changes.spilled]
+    assert len(on_disk) >= 10
+    report = compare(truth.committed, spilled.transactions)
+    assert not report, report
+    state, problems = replay(truth, spilled.transactions)
+    assert not problems, "\n".join(problems[:30])
+    for table in sorted(truth.row_tables):
+        want = {r["id"]: r for r in truth.state[table]}
+        assert state.get(table, {}) == want, table
+    ordered = [c.order for t in spilled.transactions for c in t.changes]
+    assert ordered == [c.order for t in built.transactions for c in t.changes]
+    d = _diff(_dicts([*spilled.transactions, *spilled.pending]),
+              _dicts([*built.transactions, *built.pending]))
+    assert not d, d
+
+
 def test_ids_and_commit_times(built: Any) -> None:
     ids = [t.id for t in built.transactions]
     assert len(set(ids)) == len(ids), Counter(ids).most_common(3)

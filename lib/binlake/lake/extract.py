@@ -27,6 +27,7 @@ from ..txn.boundary import query_keyword
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
+from ..txn.spill import SpilledChanges
 from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
 # record kinds
@@ -139,8 +140,10 @@ def _commit_us(t: Transaction) -> int | None:
     return int(t.part.timestamp) * 1_000_000 if t.part.timestamp is not None else None
 
 
-def txn_record(t: Transaction) -> dict[str, Any]:
-    counts = t.row_counts()
+def txn_record(t: Transaction, counts: dict[str, dict[str, int]] | None = None
+               ) -> dict[str, Any]:
+    """``counts``: ``t.row_counts()`` when the caller has them."""
+    counts = t.row_counts() if counts is None else counts
     xa = t.xa_xid
     begin = t.prepare or t.part
     return {
@@ -311,7 +314,9 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
     kept: list[tuple[str, Any]] = []
     flushed_at = task.start
     engines = EngineTracker(task.nontransactional, seen_ddl=task.engines)
-    builder = GroupBuilder(engines)
+    # a transaction with more than flush_bytes of rows events is held on local disk, and
+    # written out a chunk at a time (txn.spill): only when the records are flushed
+    builder = GroupBuilder(engines, spill_bytes=flush_bytes if flush is not None else None)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
@@ -325,6 +330,13 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                             "rows": 0, "transactions": 0}
     facts = FileInfo(task.file, task.uri, task.seq)
     fde_noted = False
+
+    def flush_out() -> None:
+        if out and flush is not None:
+            batch = out.copy()
+            out.clear()
+            kept.extend(flush(batch))
+
     try:
         for ev in reader:
             if not fde_noted and reader.fde is not None:
@@ -353,10 +365,9 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     names = tm.column_names
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
-                _emit(out, item, pks, info, statements_seen, utf8)
+                _emit(out, item, pks, info, statements_seen, utf8, flush_out)
             if flush is not None and ev.pos + ev.length - flushed_at >= flush_bytes and out:
-                kept += flush(out)
-                out = []
+                flush_out()
                 flushed_at = ev.pos + ev.length
     except BinlogError as exc:
         if info["error"] is None:
@@ -404,8 +415,11 @@ def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
 
 def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
-          statements_seen: set[tuple[int, int | None]], utf8: dict[int, list[Any]] | None = None
-          ) -> None:
+          statements_seen: set[tuple[int, int | None]], utf8: dict[int, list[Any]] | None = None,
+          flush_out: Callable[[], None] | None = None) -> None:
+    """The records of one transaction or XA marker.  A decided transaction whose changes
+    were spilled to disk (txn.spill) is read back a chunk at a time, each chunk's records
+    written by ``flush_out`` before the next is read."""
     if isinstance(item, XaMarker):
         info["transactions"] += 1  # the XA it decides is a transaction ending in this file
         out.append((XA_END, {"xa_format_id": item.xid.format_id, "xa_gtrid": item.xid.gtrid,
@@ -413,9 +427,10 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
                              "part": item.part.to_dict(), "end_event": item.end_event,
                              "server_id": item.server_id}))
         return
-    _statements(out, item.changes, statements_seen, utf8)
-    if item.status == XA_PREPARED:
+    if item.status == XA_PREPARED:  # (a huge one is read back whole: its state is JSON text)
         from ..txn.xa import dump_pending
+
+        _statements(out, item.changes, statements_seen, utf8)
 
         xa = item.xa_xid
         out.append((XA_PREPARE, {
@@ -433,12 +448,32 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
         return
     assign_order(item)
     info["transactions"] += 1
-    out.append((TXN, txn_record(item)))
     txn_id = item.id
     gtid = item.gtid
     commit_us = _commit_us(item)
     n = 0
-    for c in item.changes:
+    changes = item.changes
+    if isinstance(changes, SpilledChanges) and flush_out is not None:
+        counts: dict[str, dict[str, int]] = {}
+        for chunk in changes.chunks():
+            _statements(out, chunk, statements_seen, utf8)
+            for c in chunk:
+                if c.applied:
+                    n += 1
+                    t = counts.setdefault(f"{c.db}.{c.table}",
+                                          {"insert": 0, "update": 0, "delete": 0})
+                    t[c.op] += 1
+                    out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,
+                                                     pks.get((c.db, c.table)), utf8)))
+            chunk.clear()
+            flush_out()
+        changes.close()
+        out.append((TXN, txn_record(item, counts)))
+        info["rows"] += n
+        return
+    _statements(out, changes, statements_seen, utf8)
+    out.append((TXN, txn_record(item)))
+    for c in changes:
         if c.applied:
             n += 1
             out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,

@@ -182,6 +182,11 @@ def _event_row(ev: Event, seq: int) -> tuple[Any, ...]:
             sq if isinstance(sq, int) else None, length if isinstance(length, int) else None)
 
 
+# A transaction with more rows-event bytes than this is held on local disk while it is open
+# (binlake.txn.spill): the facts of a file with a huge bulk load fit in a worker's memory.
+SPILL_BYTES = 32 << 20
+
+
 def op_counts(t: Transaction) -> tuple[int, ...]:
     """(inserts, updates, deletes) applied, then the same for non-transactional tables only
     (what survives an XA ROLLBACK)."""
@@ -226,7 +231,8 @@ def file_records(task: FileTask) -> Iterator[tuple[str, Any]]:
     info = FileInfo(task.file, task.uri, task.seq)
     checker = StreamChecker(newest_file_may_be_open=task.newest)
     checker.begin_file(task.file, seq=task.seq if task.seq >= 0 else None)
-    builder = GroupBuilder(EngineTracker(task.nontransactional, seen_ddl=task.engines))
+    builder = GroupBuilder(EngineTracker(task.nontransactional, seen_ddl=task.engines),
+                           spill_bytes=SPILL_BYTES)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, name=task.file)
     error: BinlogError | None = None

@@ -66,6 +66,7 @@ from .model import (
     Transaction,
     XaXid,
 )
+from .spill import SpilledChanges
 from .xa import XaTracker, parse_xa_statement, xid_of_event
 
 _KNOWN = frozenset(int(t) for t in E)
@@ -84,9 +85,9 @@ class _Group:
     """An open event group."""
 
     __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "context", "contexts", "file",
-                 "gtid", "implicit", "mariadb_flags", "pos", "savepoints", "seq", "server_id",
-                 "statement", "statement_pidx", "statement_pos", "statements", "tables",
-                 "xa_xid")
+                 "gtid", "held", "implicit", "mariadb_flags", "pos", "savepoints", "seq",
+                 "server_id", "spill", "statement", "statement_pidx", "statement_pos",
+                 "statements", "tables", "xa_xid")
 
     def __init__(self, file: str, seq: int, pos: int, server_id: int) -> None:
         self.file = file
@@ -100,7 +101,11 @@ class _Group:
         self.mariadb_flags: int | None = None
         self.commit_ts_us: int | None = None
         self.xa_xid: XaXid | None = None
-        self.changes: list[RowChange] = []
+        self.changes: list[RowChange] = []  # (with ``spill``: the changes after the spilled)
+        # with GroupBuilder.spill_bytes: the bytes of rows events since the last spill, and
+        # where the changes before ``changes`` went (its tail *is* ``changes``)
+        self.held = 0
+        self.spill: SpilledChanges | None = None
         self.statements: list[str] = []
         self.statement: str | None = None  # Annotate_rows / Rows_query text in force
         self.statement_pos: int | None = None  # ... and the position of its event
@@ -172,8 +177,15 @@ def note_event(info: FileInfo, ev: Event) -> None:
 class GroupBuilder:
     """Events of one stream (files in order) -> decided transactions and XA markers."""
 
-    def __init__(self, engines: EngineTracker | None = None) -> None:
+    def __init__(self, engines: EngineTracker | None = None, *, spill_bytes: int | None = None,
+                 spill_dir: str | None = None) -> None:
+        """``spill_bytes``: an open group whose rows events add up to this many bytes since
+        the last time moves its changes so far to a temporary file (``spill_dir``, default
+        the system's), and its transaction's ``changes`` is a :class:`SpilledChanges` (see
+        :mod:`binlake.txn.spill`).  None: every change stays in memory."""
         self.engines = engines or EngineTracker()
+        self.spill_bytes = spill_bytes
+        self.spill_dir = spill_dir
         self.parser = BoundaryParser()
         self.group: _Group | None = None
         self.findings: list[Finding] = []
@@ -198,7 +210,7 @@ class GroupBuilder:
             severity = F.WARNING if may_be_open else F.ERROR
             self.findings.append(Finding(
                 F.OPEN_TRANSACTION_AT_EOF, severity, g.file, g.pos,
-                {"gtid": g.gtid, "changes": len(g.changes), "end_offset": end_offset},
+                {"gtid": g.gtid, "changes": _count(g), "end_offset": end_offset},
                 "transaction still open at the end of the file"
                 + (" (the newest file may still be being written)" if may_be_open else "")))
             self.incomplete.append(self._txn(g, ROLLED_BACK, DML, "", None, end_offset))
@@ -337,6 +349,10 @@ class GroupBuilder:
                 g.changes.append(RowChange(db, table, op, before, after, ev.file, ev.pos, i,
                                            g.statement, True, None, transactional,
                                            g.statement_pos, pidx, g.statement_pidx))
+            if self.spill_bytes is not None:
+                g.held += ev.length
+                if g.held >= self.spill_bytes:
+                    self._spill(g)
             if d.get("stmt_end"):
                 g.statement = None
                 g.statement_pos = None
@@ -367,7 +383,7 @@ class GroupBuilder:
             elif kw == "SAVEPOINT":
                 m = _SAVEPOINT_NAME.match(query)
                 if m:
-                    g.savepoints.append((m.group("name"), len(g.changes)))
+                    g.savepoints.append((m.group("name"), _count(g)))
             elif kw == "ROLLBACK TO":
                 self._rollback_to(g, query, ev)
             elif kw == "RELEASE":
@@ -389,9 +405,12 @@ class GroupBuilder:
         for k in range(len(g.savepoints) - 1, -1, -1):
             if g.savepoints[k][0] == name:
                 start = g.savepoints[k][1]
-                for c in g.changes[start:]:
-                    if c.transactional:
-                        c.applied = False
+                if g.spill is not None:
+                    g.spill.undo_from(start)
+                else:
+                    for c in g.changes[start:]:
+                        if c.transactional:
+                            c.applied = False
                 del g.savepoints[k + 1:]
                 self._assumed_engines(g, ev)
                 return
@@ -473,9 +492,12 @@ class GroupBuilder:
             return
         if kw == "ROLLBACK":
             txn = self._txn(g, ROLLED_BACK, DML, "ROLLBACK", ev, end)
-            for c in txn.changes:
-                if c.transactional:
-                    c.applied = False
+            if isinstance(txn.changes, SpilledChanges):
+                txn.changes.undo_from(0)
+            else:
+                for c in txn.changes:
+                    if c.transactional:
+                        c.applied = False
             # Statement-format changes (no rows) to non-transactional tables happened too.
             txn.nontransactional = any(c.applied for c in txn.changes) or any(
                 self.engines.is_transactional(t) is False for t in g.tables)
@@ -520,19 +542,36 @@ class GroupBuilder:
 
     def _txn(self, g: _Group, status: str, kind: str, end_event: str, ev: Event | None,
              end: int | None) -> Transaction:
-        if kind == DML and not g.changes and g.statements and not g.begun:
+        if kind == DML and not _count(g) and g.statements and not g.begun:
             # statements without BEGIN (old servers' pre-statement groups): not a DML group
             kind = STATEMENT if not any(query_keyword(s) in _DDL_WORDS for s in g.statements) \
                 else DDL
+        # a huge transaction's changes: a SpilledChanges, read like a list of them
+        changes: Any = g.changes if g.spill is None else g.spill
         txn = Transaction(kind, status, self._part(g, ev, end), None, end_event, None,
-                          g.xa_xid, False, g.changes, g.statements, False, g.server_id)
+                          g.xa_xid, False, changes, g.statements, False, g.server_id)
         txn.statement_context = g.contexts
         return txn
+
+
+    def _spill(self, g: _Group) -> None:
+        if g.spill is None:
+            g.spill = SpilledChanges(g.changes, self.spill_dir)
+        g.changes = g.spill.spill_tail()
+        g.held = 0
+
+
+def _count(g: _Group) -> int:
+    """The changes of an open group so far (on disk too)."""
+    return len(g.changes) + (g.spill.spilled if g.spill is not None else 0)
 
 
 def assign_order(txn: Transaction) -> None:
     """Order keys for a decided transaction: its changes take effect at its deciding group."""
     base = (txn.part.seq, txn.part.end_pos)
+    if isinstance(txn.changes, SpilledChanges):
+        txn.changes.set_order(*base)
+        return
     for i, c in enumerate(txn.changes):
         c.order = (base[0], base[1], i)
 
@@ -554,10 +593,11 @@ class TransactionStream:
                  pending_in: list[Transaction] | None = None,
                  nontransactional: Iterable[str] = (), verify_checksums: bool = True,
                  newest_file_may_be_open: bool = True,
-                 pending_max_age: float | None = None, stream_checks: bool = False) -> None:
+                 pending_max_age: float | None = None, stream_checks: bool = False,
+                 spill_bytes: int | None = None) -> None:
         self.files_in: list[BinlogFile] = order_files(uris)
         self.engines = EngineTracker(nontransactional)
-        self.builder = GroupBuilder(self.engines)
+        self.builder = GroupBuilder(self.engines, spill_bytes=spill_bytes)
         self.tracker = XaTracker(pending_in)
         self.verify = verify_checksums
         self.newest_may_be_open = newest_file_may_be_open

@@ -137,9 +137,13 @@ class XaTracker:
         prep.prepare = prep.part
         prep.part = part
         prep.end_event = end_event
-        if not commit:
-            for c in prep.changes:  # XA ROLLBACK undoes what a rollback can undo
-                c.applied = c.applied and not c.transactional
+        if not commit:  # XA ROLLBACK undoes what a rollback can undo
+            undo = getattr(prep.changes, "undo_from", None)  # a huge one's SpilledChanges
+            if undo is not None:
+                undo(0)
+            else:
+                for c in prep.changes:
+                    c.applied = c.applied and not c.transactional
         return prep
 
 

@@ -1,0 +1,122 @@
+"""The row changes of a huge transaction, kept on local disk instead of in memory.
+
+A transaction's outcome (and so its order key, its commit time and whether its changes took
+effect) is known only at its last event, so the changes of an open group are held until then.
+For a bulk load or a mass DELETE of a gigabyte that does not fit in a worker's memory: a
+:class:`~binlake.txn.build.GroupBuilder` given ``spill_bytes`` moves an open group's changes
+to a :class:`SpilledChanges` each time its rows events add up to that many bytes of binlog.
+Each move is one pickled chunk in an anonymous temporary file (deleted by the kernel when the
+file is closed or the process dies, whatever happens).
+
+What the builder would do to the changes in place while they sit on disk is kept as a note
+and applied when they are read back: ``ROLLBACK TO SAVEPOINT`` and ``ROLLBACK`` (the
+transactional changes of an index range did not take effect: :meth:`undo_from`) and the
+order keys (:meth:`set_order`).  Reading back (:meth:`chunks`, or iterating) yields the
+changes in their logged order, one chunk at a time, so a reader that writes each chunk out
+before it takes the next holds one chunk of a transaction, whatever its size.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from .model import RowChange
+
+
+class SpilledChanges:
+    """The changes of one transaction: chunks on disk, then a ``tail`` list in memory.
+
+    Indexes are the changes' positions in the whole transaction (what savepoints hold)."""
+
+    def __init__(self, tail: list[RowChange], directory: str | None = None) -> None:
+        self._dir = directory
+        self._file: IO[bytes] | None = None
+        self._chunks: list[tuple[int, int]] = []  # (file offset, changes) per chunk
+        self.spilled = 0  # changes on disk (they come before the tail)
+        self.tail = tail  # the builder appends to this very list
+        self._undone: list[tuple[int, int]] = []  # [start, end) of undone transactional changes
+        self._order: tuple[int, int] | None = None
+
+    # -- while the group is open (GroupBuilder) --------------------------------------------------
+
+    def spill_tail(self) -> list[RowChange]:
+        """Move the tail to disk (one chunk); returns the new, empty tail."""
+        if self.tail:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(  # noqa: SIM115 - closed by close()
+                    prefix="binlake-txn-", dir=self._dir)
+            f = self._file
+            f.seek(0, 2)
+            self._chunks.append((f.tell(), len(self.tail)))
+            pickle.dump(self.tail, f, protocol=pickle.HIGHEST_PROTOCOL)
+            self.spilled += len(self.tail)
+            self.tail = []
+        return self.tail
+
+    def undo_from(self, start: int, end: int | None = None) -> None:
+        """The transactional changes with index in [start, end) (end: every change so far) did
+        not take effect: marked now in the tail, when read back on disk."""
+        end = len(self) if end is None else end
+        if start < min(end, self.spilled):
+            self._undone.append((start, min(end, self.spilled)))
+        for c in self.tail[max(0, start - self.spilled):max(0, end - self.spilled)]:
+            if c.transactional:
+                c.applied = False
+
+    def set_order(self, seq: int, end_pos: int) -> None:
+        """The order keys ``(seq, end_pos, index)`` (see build.assign_order)."""
+        self._order = (seq, end_pos)
+        for i, c in enumerate(self.tail, self.spilled):
+            c.order = (seq, end_pos, i)
+
+    # -- reading back ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.spilled + len(self.tail)
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def chunks(self) -> Iterator[list[RowChange]]:
+        """The changes in order, one list per spilled chunk, the tail last."""
+        at = 0
+        for offset, n in self._chunks:
+            assert self._file is not None
+            self._file.seek(offset)
+            chunk: list[RowChange] = pickle.load(self._file)
+            self._marked(chunk, at)
+            at += n
+            yield chunk
+        if self.tail:
+            yield self.tail
+
+    def _marked(self, chunk: list[RowChange], first: int) -> None:
+        last = first + len(chunk)
+        for start, end in self._undone:
+            for c in chunk[max(start, first) - first:max(min(end, last) - first, 0)]:
+                if c.transactional:
+                    c.applied = False
+        if self._order is not None:
+            seq, pos = self._order
+            for i, c in enumerate(chunk, first):
+                c.order = (seq, pos, i)
+
+    def __iter__(self) -> Iterator[RowChange]:
+        for chunk in self.chunks():
+            yield from chunk
+
+    def close(self) -> None:
+        """Delete the file (also done when this object goes, or the process does)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __getstate__(self) -> Any:
+        raise TypeError("SpilledChanges lives in one process's temporary file: "
+                        "read its changes out instead of pickling it")
