@@ -301,6 +301,9 @@ def engine_seeds(uris: list[str], starts: list[list[int]],
 # of at most about this many bytes (as Python objects about 3 times that) besides the
 # transactions still open, whatever the range's size and the rows' width.
 FLUSH_BYTES = 32 << 20
+# ... or when it holds this many records: narrow rows cost more as Python objects than
+# their bytes say (a 130-byte row change is about 1.5 KB of record)
+FLUSH_ROWS = 100_000
 
 
 def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
@@ -316,7 +319,8 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
     engines = EngineTracker(task.nontransactional, seen_ddl=task.engines)
     # a transaction with more than flush_bytes of rows events is held on local disk, and
     # written out a chunk at a time (txn.spill): only when the records are flushed
-    builder = GroupBuilder(engines, spill_bytes=flush_bytes if flush is not None else None)
+    builder = GroupBuilder(engines, spill_bytes=flush_bytes if flush is not None else None,
+                           spill_rows=FLUSH_ROWS)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
     pks: dict[tuple[str, str], list[str] | None] = {}
@@ -366,7 +370,8 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
                 _emit(out, item, pks, info, statements_seen, utf8, flush_out)
-            if flush is not None and ev.pos + ev.length - flushed_at >= flush_bytes and out:
+            if flush is not None and out and (ev.pos + ev.length - flushed_at >= flush_bytes
+                                              or len(out) >= FLUSH_ROWS):
                 flush_out()
                 flushed_at = ev.pos + ev.length
     except BinlogError as exc:
@@ -454,6 +459,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
     n = 0
     changes = item.changes
     if isinstance(changes, SpilledChanges) and flush_out is not None:
+        changes.spill_tail()  # so that one chunk at a time is in memory
         counts: dict[str, dict[str, int]] = {}
         for chunk in changes.chunks():
             _statements(out, chunk, statements_seen, utf8)
@@ -939,9 +945,10 @@ def meta_of(row: Any) -> dict[str, Any]:
 
 # A mirror's staged delta is folded in one executor task (Arrow, in memory) when it has at
 # most this many rows and its staged files at most this many bytes (lz4 Parquet: a few
-# times that in memory); a bigger one goes through Spark's fold, which spills.
-FOLD_MAX_ROWS = 4_000_000
-FOLD_MAX_BYTES = 256 << 20
+# times that in memory); a bigger one goes through Spark's fold, which spills.  A million
+# narrow rows (about 130 bytes of binlog each) peak at about 950 MB in the folding worker.
+FOLD_MAX_ROWS = 1_000_000
+FOLD_MAX_BYTES = 128 << 20
 
 
 def _order_beyond(table: Any, key: tuple[int, int, int], after: bool) -> Any:

@@ -185,6 +185,7 @@ def _event_row(ev: Event, seq: int) -> tuple[Any, ...]:
 # A transaction with more rows-event bytes than this is held on local disk while it is open
 # (binlake.txn.spill): the facts of a file with a huge bulk load fit in a worker's memory.
 SPILL_BYTES = 32 << 20
+SPILL_ROWS = 100_000  # ... or changes
 
 
 def op_counts(t: Transaction) -> tuple[int, ...]:
@@ -232,7 +233,7 @@ def file_records(task: FileTask) -> Iterator[tuple[str, Any]]:
     checker = StreamChecker(newest_file_may_be_open=task.newest)
     checker.begin_file(task.file, seq=task.seq if task.seq >= 0 else None)
     builder = GroupBuilder(EngineTracker(task.nontransactional, seen_ddl=task.engines),
-                           spill_bytes=SPILL_BYTES)
+                           spill_bytes=SPILL_BYTES, spill_rows=SPILL_ROWS)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, name=task.file)
     error: BinlogError | None = None

@@ -178,13 +178,16 @@ class GroupBuilder:
     """Events of one stream (files in order) -> decided transactions and XA markers."""
 
     def __init__(self, engines: EngineTracker | None = None, *, spill_bytes: int | None = None,
-                 spill_dir: str | None = None) -> None:
+                 spill_rows: int | None = None, spill_dir: str | None = None) -> None:
         """``spill_bytes``: an open group whose rows events add up to this many bytes since
-        the last time moves its changes so far to a temporary file (``spill_dir``, default
-        the system's), and its transaction's ``changes`` is a :class:`SpilledChanges` (see
-        :mod:`binlake.txn.spill`).  None: every change stays in memory."""
+        the last time, or that holds ``spill_rows`` changes (narrow rows cost more as
+        objects than as bytes), moves its changes so far to a temporary file (``spill_dir``,
+        default the system's), and its transaction's ``changes`` is a
+        :class:`SpilledChanges` (see :mod:`binlake.txn.spill`).  None: every change stays in
+        memory."""
         self.engines = engines or EngineTracker()
         self.spill_bytes = spill_bytes
+        self.spill_rows = spill_rows if spill_rows is not None else 1 << 62
         self.spill_dir = spill_dir
         self.parser = BoundaryParser()
         self.group: _Group | None = None
@@ -351,7 +354,7 @@ class GroupBuilder:
                                            g.statement_pos, pidx, g.statement_pidx))
             if self.spill_bytes is not None:
                 g.held += ev.length
-                if g.held >= self.spill_bytes:
+                if g.held >= self.spill_bytes or len(g.changes) >= self.spill_rows:
                     self._spill(g)
             if d.get("stmt_end"):
                 g.statement = None
@@ -594,10 +597,10 @@ class TransactionStream:
                  nontransactional: Iterable[str] = (), verify_checksums: bool = True,
                  newest_file_may_be_open: bool = True,
                  pending_max_age: float | None = None, stream_checks: bool = False,
-                 spill_bytes: int | None = None) -> None:
+                 spill_bytes: int | None = None, spill_rows: int | None = None) -> None:
         self.files_in: list[BinlogFile] = order_files(uris)
         self.engines = EngineTracker(nontransactional)
-        self.builder = GroupBuilder(self.engines, spill_bytes=spill_bytes)
+        self.builder = GroupBuilder(self.engines, spill_bytes=spill_bytes, spill_rows=spill_rows)
         self.tracker = XaTracker(pending_in)
         self.verify = verify_checksums
         self.newest_may_be_open = newest_file_may_be_open
