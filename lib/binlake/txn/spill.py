@@ -6,7 +6,9 @@ For a bulk load or a mass DELETE of a gigabyte that does not fit in a worker's m
 :class:`~binlake.txn.build.GroupBuilder` given ``spill_bytes`` moves an open group's changes
 to a :class:`SpilledChanges` each time its rows events add up to that many bytes of binlog.
 Each move is one pickled chunk in an anonymous temporary file (deleted by the kernel when the
-file is closed or the process dies, whatever happens).
+file is closed or the process dies, whatever happens), in Spark's local directory inside a
+Spark task (``SPARK_LOCAL_DIRS``, which Spark sets for its Python workers: the disk it keeps
+for shuffle spills), else in the system's temporary directory.
 
 What the builder would do to the changes in place while they sit on disk is kept as a note
 and applied when they are read back: ``ROLLBACK TO SAVEPOINT`` and ``ROLLBACK`` (the
@@ -18,12 +20,22 @@ before it takes the next holds one chunk of a transaction, whatever its size.
 
 from __future__ import annotations
 
+import os
 import pickle
 import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
 from .model import RowChange
+
+
+def spill_directory() -> str | None:
+    """Where spilled changes go: the first of Spark's local directories that exists (None:
+    the system's temporary directory)."""
+    for d in os.environ.get("SPARK_LOCAL_DIRS", "").split(","):
+        if d.strip() and os.path.isdir(d.strip()):
+            return d.strip()
+    return None
 
 
 class SpilledChanges:
@@ -47,7 +59,7 @@ class SpilledChanges:
         if self.tail:
             if self._file is None:
                 self._file = tempfile.TemporaryFile(  # noqa: SIM115 - closed by close()
-                    prefix="binlake-txn-", dir=self._dir)
+                    prefix="binlake-txn-", dir=self._dir or spill_directory())
             f = self._file
             f.seek(0, 2)
             self._chunks.append((f.tell(), len(self.tail)))
