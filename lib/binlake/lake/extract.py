@@ -298,8 +298,9 @@ def engine_seeds(uris: list[str], starts: list[list[int]],
 
 # A decode task hands its records to ``flush`` (the DataSink: Parquet data files) each time
 # it has read this many bytes of binlog since the last time, so that it holds the records
-# of at most about this many bytes (as Python objects about 3 times that) besides the
-# transactions still open, whatever the range's size and the rows' width.
+# of at most about this many bytes (as Python objects about 3 times that) and of the
+# transaction still open, up to the same size (a bigger one spills to disk), whatever the
+# range's size, the rows' width and the transactions' size.
 FLUSH_BYTES = 32 << 20
 # ... or when it holds this many records: narrow rows cost more as Python objects than
 # their bytes say (a 130-byte row change is about 1.5 KB of record)
@@ -317,8 +318,8 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
     kept: list[tuple[str, Any]] = []
     flushed_at = task.start
     engines = EngineTracker(task.nontransactional, seen_ddl=task.engines)
-    # a transaction with more than flush_bytes of rows events is held on local disk, and
-    # written out a chunk at a time (txn.spill): only when the records are flushed
+    # a transaction with more than flush_bytes of rows events or FLUSH_ROWS changes is held
+    # on local disk, and written out a chunk at a time (txn.spill); only when flushing
     builder = GroupBuilder(engines, spill_bytes=flush_bytes if flush is not None else None,
                            spill_rows=FLUSH_ROWS)
     builder.begin_file(task.file, task.seq)

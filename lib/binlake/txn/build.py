@@ -556,7 +556,6 @@ class GroupBuilder:
         txn.statement_context = g.contexts
         return txn
 
-
     def _spill(self, g: _Group) -> None:
         if g.spill is None:
             g.spill = SpilledChanges(g.changes, self.spill_dir)
