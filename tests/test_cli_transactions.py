@@ -87,3 +87,35 @@ def test_truncated_file_exit_1_no_traceback() -> None:
     p = run("transactions", CORPUS / "mysql-8.0/std_data/binlog_truncated_prev_gtid_event.000001")
     assert p.returncode == 1
     assert b"Traceback" not in p.stderr and b"at byte 120" in p.stderr
+
+
+def test_spilled_transactions_same_output(monkeypatch: pytest.MonkeyPatch,
+                                          capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """`transactions` (without --changes) and `verify` keep a huge transaction's changes on
+    disk (binlake.txn.spill); with every rows event spilled they print the same."""
+    from binlake import cli
+    from binlake.txn import spill
+
+    files = [*CLEAN, *sorted(RECOVERY.glob("*xa_rollback*")), *sorted(RECOVERY.glob("*xa_commit*"))]
+
+    def outputs() -> list[tuple[int, bytes]]:
+        got = []
+        for f in files:
+            for args in (["transactions", f], ["verify", "--json", f]):
+                rc = cli.main([str(a) for a in args])
+                got.append((rc, capsysbinary.readouterr().out))
+        return got
+
+    held = outputs()
+    spills = []
+    real = spill.SpilledChanges.spill_tail
+
+    def counted(self: spill.SpilledChanges) -> list:
+        spills.append(len(self.tail))
+        return real(self)
+
+    monkeypatch.setattr(spill, "SPILL_BYTES", 1)
+    monkeypatch.setattr(spill.SpilledChanges, "spill_tail", counted)
+    assert outputs() == held
+    assert sum(spills) > 10
+    assert sum(len(out) for _, out in held) > 10_000

@@ -267,11 +267,15 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     from .render import dumps
     from .txn.build import TransactionStream
     from .txn.findings import ERROR
+    from .txn.spill import SPILL_BYTES, SPILL_ROWS
     from .txn.xa import dump_pending
 
+    # without --changes a huge transaction's changes wait on disk (they are only counted)
     stream = TransactionStream(args.files, pending_in=_pending_in(args.pending_in),
                                nontransactional=args.nontransactional,
-                               verify_checksums=not args.no_verify)
+                               verify_checksums=not args.no_verify,
+                               spill_bytes=None if args.changes else SPILL_BYTES,
+                               spill_rows=SPILL_ROWS)
     out = _out()
     buf = bytearray()
     for txn in stream:

@@ -31,6 +31,7 @@ from ..event import Event
 from ..reader import BinlogReader
 from ..source import parse_location, s3_client
 from ..txn import findings as F
+from ..txn import spill
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, note_event
 from ..txn.checks import IntervalSet, StreamChecker
 from ..txn.engines import EngineTracker
@@ -182,10 +183,11 @@ def _event_row(ev: Event, seq: int) -> tuple[Any, ...]:
             sq if isinstance(sq, int) else None, length if isinstance(length, int) else None)
 
 
-# A transaction with more rows-event bytes than this is held on local disk while it is open
-# (binlake.txn.spill): the facts of a file with a huge bulk load fit in a worker's memory.
-SPILL_BYTES = 32 << 20
-SPILL_ROWS = 100_000  # ... or changes
+# A transaction with more rows-event bytes than this, or more changes, is held on local disk
+# while it is open (binlake.txn.spill): the facts of a file with a huge bulk load fit in a
+# worker's memory.
+SPILL_BYTES = spill.SPILL_BYTES
+SPILL_ROWS = spill.SPILL_ROWS
 
 
 def op_counts(t: Transaction) -> tuple[int, ...]:

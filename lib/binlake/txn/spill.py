@@ -28,6 +28,11 @@ from typing import IO, Any
 
 from .model import RowChange
 
+# What the tools that read whole files use (verify, transactions, the quality facts): spill
+# a transaction's changes past 32 MiB of rows events or 100,000 changes.
+SPILL_BYTES = 32 << 20
+SPILL_ROWS = 100_000
+
 
 def spill_directory() -> str | None:
     """Where spilled changes go: the first of Spark's local directories that exists (None:

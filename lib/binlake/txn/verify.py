@@ -14,6 +14,7 @@ from .build import TransactionStream
 from .files import order_files
 from .findings import Finding
 from .model import Transaction
+from .spill import SPILL_BYTES, SPILL_ROWS
 
 
 def verify(uris: Iterable[str | os.PathLike[str]], *, pending_in: list[Transaction] | None = None,
@@ -28,7 +29,8 @@ def verify(uris: Iterable[str | os.PathLike[str]], *, pending_in: list[Transacti
                                verify_checksums=verify_checksums,
                                pending_max_age=pending_max_age,
                                newest_file_may_be_open=newest_file_may_be_open,
-                               stream_checks=True)
+                               stream_checks=True, spill_bytes=SPILL_BYTES,
+                               spill_rows=SPILL_ROWS)
     for _ in stream:
         pass
     out = list(stream.findings)
