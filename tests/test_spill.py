@@ -95,3 +95,31 @@ def test_not_picklable() -> None:
 
     with pytest.raises(TypeError, match="temporary file"):
         pickle.dumps(SpilledChanges([]))
+
+
+def test_disk_full_is_a_spill_error_not_a_bad_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full local disk fails the decode task with SpillError (an OSError naming the
+    transaction and the directory), not with a BinlogError: the file is not bad, and a
+    BinlogError would mark it failed instead of letting Spark run the task again."""
+    import errno
+
+    from binlake.errors import BinlogError
+    from binlake.lake import extract as X
+    from binlake.txn import spill
+
+    from .corpus import CORPUS, require_corpus
+
+    require_corpus()
+    path = CORPUS / "mysql-8.0/std_data/replicated-bin.000001"
+
+    def full(*_: object, **__: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(spill.pickle, "dump", full)
+    task = X.RangeTask(str(path), path.name, 1, 4, path.stat().st_size, 0, True)
+    with pytest.raises(spill.SpillError) as info:
+        X.decode_range(task, lambda recs: [], flush_bytes=1)
+    assert not isinstance(info.value, BinlogError)
+    assert info.value.errno == errno.ENOSPC
+    msg = str(info.value)
+    assert "replicated-bin.000001:" in msg and "No space left" in msg, msg

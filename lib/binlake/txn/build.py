@@ -558,7 +558,7 @@ class GroupBuilder:
 
     def _spill(self, g: _Group) -> None:
         if g.spill is None:
-            g.spill = SpilledChanges(g.changes, self.spill_dir)
+            g.spill = SpilledChanges(g.changes, self.spill_dir, f"{g.file}:{g.pos}")
         g.changes = g.spill.spill_tail()
         g.held = 0
 

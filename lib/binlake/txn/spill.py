@@ -34,6 +34,12 @@ SPILL_BYTES = 32 << 20
 SPILL_ROWS = 100_000
 
 
+class SpillError(OSError):
+    """A transaction's changes could not be written to local disk (full, or not writable).
+    Not a fault of the binlog: the task fails (Spark runs it again) and the file is not
+    marked as bad."""
+
+
 def spill_directory() -> str | None:
     """Where spilled changes go: the first of Spark's local directories that exists (None:
     the system's temporary directory)."""
@@ -48,8 +54,10 @@ class SpilledChanges:
 
     Indexes are the changes' positions in the whole transaction (what savepoints hold)."""
 
-    def __init__(self, tail: list[RowChange], directory: str | None = None) -> None:
+    def __init__(self, tail: list[RowChange], directory: str | None = None,
+                 where: str = "") -> None:
         self._dir = directory
+        self._where = where  # "file:pos" of the transaction, for errors
         self._file: IO[bytes] | None = None
         self._chunks: list[tuple[int, int]] = []  # (file offset, changes) per chunk
         self.spilled = 0  # changes on disk (they come before the tail)
@@ -62,13 +70,22 @@ class SpilledChanges:
     def spill_tail(self) -> list[RowChange]:
         """Move the tail to disk (one chunk); returns the new, empty tail."""
         if self.tail:
-            if self._file is None:
-                self._file = tempfile.TemporaryFile(  # noqa: SIM115 - closed by close()
-                    prefix="binlake-txn-", dir=self._dir or spill_directory())
-            f = self._file
-            f.seek(0, 2)
-            self._chunks.append((f.tell(), len(self.tail)))
-            pickle.dump(self.tail, f, protocol=pickle.HIGHEST_PROTOCOL)
+            where = self._dir or spill_directory() or tempfile.gettempdir()
+            try:
+                if self._file is None:
+                    self._file = tempfile.TemporaryFile(  # noqa: SIM115 - closed by close()
+                        prefix="binlake-txn-", dir=where)
+                f = self._file
+                f.seek(0, 2)
+                at = f.tell()
+                pickle.dump(self.tail, f, protocol=pickle.HIGHEST_PROTOCOL)
+            except OSError as exc:
+                raise SpillError(
+                    exc.errno, f"cannot keep the {len(self)} changes so far of the "
+                    f"transaction at {self._where or '?'} on local disk in {where} "
+                    f"({exc.strerror or exc}): give the executors more local disk "
+                    "(spark.local.dir, SPARK_LOCAL_DIRS)") from exc
+            self._chunks.append((at, len(self.tail)))
             self.spilled += len(self.tail)
             self.tail = []
         return self.tail
