@@ -91,17 +91,23 @@ def test_truncated_file_exit_1_no_traceback() -> None:
 
 def test_spilled_transactions_same_output(monkeypatch: pytest.MonkeyPatch,
                                           capsysbinary: pytest.CaptureFixture[bytes]) -> None:
-    """`transactions` (without --changes) and `verify` keep a huge transaction's changes on
-    disk (binlake.txn.spill); with every rows event spilled they print the same."""
+    """`transactions` and `verify` keep a huge transaction's changes on disk
+    (binlake.txn.spill), and `transactions --changes` writes them out a chunk at a time;
+    with every rows event spilled they print the same bytes."""
     from binlake import cli
     from binlake.txn import spill
 
-    files = [*CLEAN, *sorted(RECOVERY.glob("*xa_rollback*")), *sorted(RECOVERY.glob("*xa_commit*"))]
+    files = [*CLEAN, *sorted(RECOVERY.glob("*xa_rollback*")), *sorted(RECOVERY.glob("*xa_commit*")),
+             # transactions of 100 and 402 row changes; JSON documents
+             CORPUS / "mariadb-11.8/std_data/mdev35643_mysql_80_binlog.000001",
+             CORPUS / "mariadb-11.8/std_data/mdev6020-mysql-bin.000001",
+             CORPUS / "libs/rust_mysql_common/json.binlog.000001"]
 
     def outputs() -> list[tuple[int, bytes]]:
         got = []
         for f in files:
-            for args in (["transactions", f], ["verify", "--json", f]):
+            for args in (["transactions", f], ["transactions", "--changes", f],
+                         ["verify", "--json", f]):
                 rc = cli.main([str(a) for a in args])
                 got.append((rc, capsysbinary.readouterr().out))
         return got

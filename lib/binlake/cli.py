@@ -267,19 +267,34 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     from .render import dumps
     from .txn.build import TransactionStream
     from .txn.findings import ERROR
-    from .txn.spill import SPILL_BYTES, SPILL_ROWS
+    from .txn.spill import SPILL_BYTES, SPILL_ROWS, SpilledChanges
     from .txn.xa import dump_pending
 
-    # without --changes a huge transaction's changes wait on disk (they are only counted)
+    # a huge transaction's changes wait on disk, and --changes writes them a chunk at a time
     stream = TransactionStream(args.files, pending_in=_pending_in(args.pending_in),
                                nontransactional=args.nontransactional,
                                verify_checksums=not args.no_verify,
-                               spill_bytes=None if args.changes else SPILL_BYTES,
-                               spill_rows=SPILL_ROWS)
+                               spill_bytes=SPILL_BYTES, spill_rows=SPILL_ROWS)
     out = _out()
     buf = bytearray()
     for txn in stream:
-        buf += dumps(txn.to_dict(with_changes=args.changes))
+        if args.changes and isinstance(txn.changes, SpilledChanges):
+            # the bytes dumps(txn.to_dict(with_changes=True)) would give ("changes" comes
+            # last), without the whole list in memory
+            head = dumps(txn.to_dict())
+            buf += head[:-2] + b',"changes":['
+            sep = b""
+            for chunk in txn.changes.chunks():
+                for c in chunk:
+                    buf += sep
+                    buf += dumps(c.to_dict())[:-1]
+                    sep = b","
+                    if len(buf) > 1 << 20:
+                        out.write(buf)
+                        buf.clear()
+            buf += b"]}\n"
+        else:
+            buf += dumps(txn.to_dict(with_changes=args.changes))
         if len(buf) > 1 << 20:
             out.write(buf)
             buf.clear()
