@@ -3,8 +3,9 @@
 A transaction's outcome (and so its order key, its commit time and whether its changes took
 effect) is known only at its last event, so the changes of an open group are held until then.
 For a bulk load or a mass DELETE of a gigabyte that does not fit in a worker's memory: a
-:class:`~binlake.txn.build.GroupBuilder` given ``spill_bytes`` moves an open group's changes
-to a :class:`SpilledChanges` each time its rows events add up to that many bytes of binlog.
+:class:`~binlake.txn.build.GroupBuilder` given ``spill_bytes`` (and ``spill_rows``) moves an
+open group's changes to a :class:`SpilledChanges` each time its rows events add up to that
+many bytes of binlog (or it holds that many changes).
 Each move is one pickled chunk in an anonymous temporary file (deleted by the kernel when the
 file is closed or the process dies, whatever happens), in Spark's local directory inside a
 Spark task (``SPARK_LOCAL_DIRS``, which Spark sets for its Python workers: the disk it keeps
@@ -118,7 +119,8 @@ class SpilledChanges:
         """The changes in order, one list per spilled chunk, the tail last."""
         at = 0
         for offset, n in self._chunks:
-            assert self._file is not None
+            if self._file is None:
+                raise ValueError("the changes of a closed SpilledChanges are gone")
             self._file.seek(offset)
             chunk: list[RowChange] = pickle.load(self._file)
             self._marked(chunk, at)
