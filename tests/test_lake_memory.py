@@ -70,6 +70,33 @@ def binlogs(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) ->
         srv.stop(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def statement_binlogs(tmp_path_factory: pytest.TempPathFactory,
+                      mariadb_template: Path) -> list[Path]:
+    """One transaction of N and one of 3N single-row INSERT statements (a stored procedure's
+    loop: every row has its own Annotate_rows statement)."""
+    from .servers import start_server
+
+    srv: MariaDBServer = start_server(tmp_path_factory.mktemp("mem-srv2"), mariadb_template)
+    n = N // 3
+    try:
+        srv.execute([
+            "CREATE DATABASE m",
+            "CREATE TABLE m.t (id INT PRIMARY KEY, a VARCHAR(80), b BIGINT) ENGINE=InnoDB",
+            "CREATE PROCEDURE m.p(n INT) BEGIN DECLARE i INT DEFAULT 0; START TRANSACTION; "
+            "WHILE i < n DO INSERT INTO m.t VALUES (i, CONCAT('row ', i), i * 3); "
+            "SET i = i + 1; END WHILE; COMMIT; END"])
+        out = []
+        for k in (n, 3 * n):
+            srv.flush_binary_logs()
+            srv.execute(["TRUNCATE TABLE m.t", f"CALL m.p({k})"])
+            srv.flush_binary_logs()
+            out.append(max(srv.closed_binlog_files(), key=lambda p: p.stat().st_size))
+        return out
+    finally:
+        srv.stop(timeout=30)
+
+
 def run(path: Path, mode: str) -> dict:
     p = subprocess.run([sys.executable, "-c", CHILD, str(path), mode], capture_output=True,
                        text=True, timeout=600, check=False)
@@ -93,6 +120,16 @@ def test_decode_task_memory_bounded_by_transaction(binlogs: list[Path]) -> None:
     assert grow_spill < grow_held / 5, (spill, held)
     for r in spill:
         assert max(r["batches"]) <= 2 * FLUSH_ROWS, r["batches"]
+
+
+def test_decode_task_memory_bounded_by_statements(statement_binlogs: list[Path]) -> None:
+    """Per statement a decode task keeps a key (not to write a statement twice) and its
+    UTF-8 bytes (for the writer): bounded too, for a transaction of 100k or 300k
+    statements (before the bounds: +115 MB for the 200k more)."""
+    spill = [run(p, "spill") for p in statement_binlogs]
+    assert [r["rows"] for r in spill] == [N // 3, N]
+    grow = (spill[1]["peak_kb"] - spill[0]["peak_kb"]) / 1024
+    assert grow < 30, spill
 
 
 def test_spilled_temp_files_gone(binlogs: list[Path], tmp_path: Path,

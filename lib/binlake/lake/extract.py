@@ -305,6 +305,9 @@ FLUSH_BYTES = 32 << 20
 # ... or when it holds this many records: narrow rows cost more as Python objects than
 # their bytes say (a 130-byte row change is about 1.5 KB of record)
 FLUSH_ROWS = 100_000
+# statement texts' logged UTF-8 bytes kept for the writer (decode_range's ``utf8``) at most
+_UTF8_CACHE = 20_000
+_SEEN_MAX = 10_000  # statement keys _statements remembers
 
 
 def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
@@ -361,6 +364,8 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
             if ev.type_code in _STATEMENT_EVENTS:
                 raw = ev.data.get("_utf8")
                 if raw is not None:
+                    if len(utf8) >= _UTF8_CACHE:  # a cache: bounded, whatever the range
+                        utf8.clear()
                     text = ev.data["query"]
                     utf8[id(text)] = [text, raw, None]
             elif ev.type_code == E.TABLE_MAP:
@@ -371,6 +376,8 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
                 _emit(out, item, pks, info, statements_seen, utf8, flush_out)
+                # a statement belongs to one transaction: its key is not seen again
+                statements_seen.clear()
             if flush is not None and out and (ev.pos + ev.length - flushed_at >= flush_bytes
                                               or len(out) >= FLUSH_ROWS):
                 flush_out()
@@ -407,12 +414,16 @@ def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
                 ) -> None:
     """A STATEMENT record for each statement of ``changes`` not seen before, keyed by its
     event's position and, inside a Transaction_payload (whose events all have its
-    position), its index there."""
+    position), its index there.  A statement's changes come one after the other (its rows
+    events are logged together), so ``seen`` forgets all but the newest key past
+    _SEEN_MAX keys: a transaction of millions of statements does not grow it."""
     for c in changes:
         if c.statement_pos is not None and c.statement is not None:
             key = (c.statement_pos, c.statement_payload_index)
             if key in seen:
                 continue
+            if len(seen) >= _SEEN_MAX:
+                seen.clear()
             seen.add(key)
             out.append((STATEMENT, {"file": c.file, "statement_pos": c.statement_pos,
                                     "payload_index": c.statement_payload_index,
