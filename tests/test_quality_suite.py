@@ -72,11 +72,13 @@ def test_expected_headers_on_real_chains(pattern: str) -> None:
 
 
 def test_spilled_transactions_same_facts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The facts keep a huge transaction's changes on disk while it is open (SPILL_BYTES):
+    """The facts keep a huge transaction's changes on disk while it is open (txn.spill):
     with every rows event spilled, every file of the corpus gives the same group records.
     (Rollbacks of spilled changes are checked on real MariaDB savepoints and XA ROLLBACKs
     in test_transactions_mariadb.test_spilled_changes: the corpus has next to none.)"""
     require_corpus()
+    from binlake.txn import spill
+
     from .corpus import corpus_files
 
     def groups() -> list[list[dict]]:
@@ -87,7 +89,7 @@ def test_spilled_transactions_same_facts(monkeypatch: pytest.MonkeyPatch) -> Non
         return out
 
     held = groups()
-    monkeypatch.setattr(X, "SPILL_BYTES", 1)
+    monkeypatch.setattr(spill, "SPILL_BYTES", 1)
     spilled = groups()
     assert sum(len(g) for g in held) > 1000
     assert sum(1 for g in held for r in g if r["inserts"] + r["updates"] + r["deletes"]) > 1000

@@ -376,8 +376,6 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
                 _emit(out, item, pks, info, statements_seen, utf8, flush_out)
-                # a statement belongs to one transaction: its key is not seen again
-                statements_seen.clear()
             if flush is not None and out and (ev.pos + ev.length - flushed_at >= flush_bytes
                                               or len(out) >= FLUSH_ROWS):
                 flush_out()

@@ -35,6 +35,7 @@ from ..source import HashTap, parse_location, s3_client
 from ..txn.build import assign_order
 from ..txn.files import BinlogFile, binlog_file, order_files
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part, XaXid
+from ..txn.spill import undo_changes
 from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
@@ -957,8 +958,7 @@ def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str
         txn.status = XA_COMMITTED
     else:
         txn.status = XA_ROLLED_BACK
-        for c in txn.changes:
-            c.applied = c.applied and not c.transactional
+        undo_changes(txn.changes)  # what an XA ROLLBACK can undo
     assign_order(txn)
     yield X.TXN, X.txn_record(txn)
     pks = orjson.loads(prep.get("pks") or "{}")

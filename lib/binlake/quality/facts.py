@@ -183,13 +183,6 @@ def _event_row(ev: Event, seq: int) -> tuple[Any, ...]:
             sq if isinstance(sq, int) else None, length if isinstance(length, int) else None)
 
 
-# A transaction with more rows-event bytes than this, or more changes, is held on local disk
-# while it is open (binlake.txn.spill): the facts of a file with a huge bulk load fit in a
-# worker's memory.
-SPILL_BYTES = spill.SPILL_BYTES
-SPILL_ROWS = spill.SPILL_ROWS
-
-
 def op_counts(t: Transaction) -> tuple[int, ...]:
     """(inserts, updates, deletes) applied, then the same for non-transactional tables only
     (what survives an XA ROLLBACK)."""
@@ -235,7 +228,8 @@ def file_records(task: FileTask) -> Iterator[tuple[str, Any]]:
     checker = StreamChecker(newest_file_may_be_open=task.newest)
     checker.begin_file(task.file, seq=task.seq if task.seq >= 0 else None)
     builder = GroupBuilder(EngineTracker(task.nontransactional, seen_ddl=task.engines),
-                           spill_bytes=SPILL_BYTES, spill_rows=SPILL_ROWS)
+                           # a huge bulk load's changes wait on local disk (txn.spill)
+                           spill_bytes=spill.SPILL_BYTES, spill_rows=spill.SPILL_ROWS)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, name=task.file)
     error: BinlogError | None = None

@@ -66,7 +66,7 @@ from .model import (
     Transaction,
     XaXid,
 )
-from .spill import SpilledChanges
+from .spill import SpilledChanges, undo_changes
 from .xa import XaTracker, parse_xa_statement, xid_of_event
 
 _KNOWN = frozenset(int(t) for t in E)
@@ -407,13 +407,7 @@ class GroupBuilder:
         name = m.group("name") if m else None
         for k in range(len(g.savepoints) - 1, -1, -1):
             if g.savepoints[k][0] == name:
-                start = g.savepoints[k][1]
-                if g.spill is not None:
-                    g.spill.undo_from(start)
-                else:
-                    for c in g.changes[start:]:
-                        if c.transactional:
-                            c.applied = False
+                undo_changes(g.spill if g.spill is not None else g.changes, g.savepoints[k][1])
                 del g.savepoints[k + 1:]
                 self._assumed_engines(g, ev)
                 return
@@ -495,12 +489,7 @@ class GroupBuilder:
             return
         if kw == "ROLLBACK":
             txn = self._txn(g, ROLLED_BACK, DML, "ROLLBACK", ev, end)
-            if isinstance(txn.changes, SpilledChanges):
-                txn.changes.undo_from(0)
-            else:
-                for c in txn.changes:
-                    if c.transactional:
-                        c.applied = False
+            undo_changes(txn.changes)
             # Statement-format changes (no rows) to non-transactional tables happened too.
             txn.nontransactional = any(c.applied for c in txn.changes) or any(
                 self.engines.is_transactional(t) is False for t in g.tables)

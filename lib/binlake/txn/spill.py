@@ -50,6 +50,18 @@ def spill_directory() -> str | None:
     return None
 
 
+def undo_changes(changes: Any, start: int = 0) -> None:
+    """The transactional changes of ``changes`` (a list, or a :class:`SpilledChanges`) from
+    index ``start`` on did not take effect (ROLLBACK TO SAVEPOINT, ROLLBACK, XA ROLLBACK):
+    their ``applied`` becomes False; changes to non-transactional tables stay applied."""
+    if isinstance(changes, SpilledChanges):
+        changes.undo_from(start)
+        return
+    for c in changes[start:] if start else changes:
+        if c.transactional:
+            c.applied = False
+
+
 class SpilledChanges:
     """The changes of one transaction: chunks on disk, then a ``tail`` list in memory.
 
@@ -91,15 +103,12 @@ class SpilledChanges:
             self.tail = []
         return self.tail
 
-    def undo_from(self, start: int, end: int | None = None) -> None:
-        """The transactional changes with index in [start, end) (end: every change so far) did
-        not take effect: marked now in the tail, when read back on disk."""
-        end = len(self) if end is None else end
-        if start < min(end, self.spilled):
-            self._undone.append((start, min(end, self.spilled)))
-        for c in self.tail[max(0, start - self.spilled):max(0, end - self.spilled)]:
-            if c.transactional:
-                c.applied = False
+    def undo_from(self, start: int) -> None:
+        """The transactional changes from index ``start`` to the last so far did not take
+        effect: marked now in the tail, when read back on disk."""
+        if start < self.spilled:
+            self._undone.append((start, self.spilled))
+        undo_changes(self.tail, max(0, start - self.spilled))
 
     def set_order(self, seq: int, end_pos: int) -> None:
         """The order keys ``(seq, end_pos, index)`` (see build.assign_order)."""
@@ -132,9 +141,7 @@ class SpilledChanges:
     def _marked(self, chunk: list[RowChange], first: int) -> None:
         last = first + len(chunk)
         for start, end in self._undone:
-            for c in chunk[max(start, first) - first:max(min(end, last) - first, 0)]:
-                if c.transactional:
-                    c.applied = False
+            undo_changes(chunk[max(start, first) - first:max(min(end, last) - first, 0)])
         if self._order is not None:
             seq, pos = self._order
             for i, c in enumerate(chunk, first):

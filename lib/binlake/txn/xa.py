@@ -24,6 +24,7 @@ from .model import (
     Transaction,
     XaXid,
 )
+from .spill import undo_changes
 
 # XA statement ids as the servers log them: X'hex' (MySQL, MariaDB), 'text', "text" or 0xhex,
 # then optional bqual and formatID (sql/xa.cc, XID::serialize / MariaDB xid_t).
@@ -137,13 +138,8 @@ class XaTracker:
         prep.prepare = prep.part
         prep.part = part
         prep.end_event = end_event
-        if not commit:  # XA ROLLBACK undoes what a rollback can undo
-            undo = getattr(prep.changes, "undo_from", None)  # a huge one's SpilledChanges
-            if undo is not None:
-                undo(0)
-            else:
-                for c in prep.changes:
-                    c.applied = c.applied and not c.transactional
+        if not commit:
+            undo_changes(prep.changes)  # XA ROLLBACK undoes what a rollback can undo
         return prep
 
 
