@@ -407,7 +407,7 @@ class GroupBuilder:
         name = m.group("name") if m else None
         for k in range(len(g.savepoints) - 1, -1, -1):
             if g.savepoints[k][0] == name:
-                undo_changes(g.spill if g.spill is not None else g.changes, g.savepoints[k][1])
+                undo_changes(_changes(g), g.savepoints[k][1])
                 del g.savepoints[k + 1:]
                 self._assumed_engines(g, ev)
                 return
@@ -538,10 +538,8 @@ class GroupBuilder:
             # statements without BEGIN (old servers' pre-statement groups): not a DML group
             kind = STATEMENT if not any(query_keyword(s) in _DDL_WORDS for s in g.statements) \
                 else DDL
-        # a huge transaction's changes: a SpilledChanges, read like a list of them
-        changes: Any = g.changes if g.spill is None else g.spill
         txn = Transaction(kind, status, self._part(g, ev, end), None, end_event, None,
-                          g.xa_xid, False, changes, g.statements, False, g.server_id)
+                          g.xa_xid, False, _changes(g), g.statements, False, g.server_id)
         txn.statement_context = g.contexts
         return txn
 
@@ -552,9 +550,15 @@ class GroupBuilder:
         g.held = 0
 
 
+def _changes(g: _Group) -> Any:
+    """An open group's changes: its list, or (a huge transaction) the SpilledChanges whose
+    tail that list is, read like a list of them."""
+    return g.changes if g.spill is None else g.spill
+
+
 def _count(g: _Group) -> int:
     """The changes of an open group so far (on disk too)."""
-    return len(g.changes) + (g.spill.spilled if g.spill is not None else 0)
+    return len(_changes(g))
 
 
 def assign_order(txn: Transaction) -> None:
