@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -49,36 +50,11 @@ print(json.dumps({"peak_kb": hwm,
 
 
 @pytest.fixture(scope="module")
-def binlogs(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> list[Path]:
+def server(tmp_path_factory: pytest.TempPathFactory,
+           mariadb_template: Path) -> Iterator[MariaDBServer]:
     from .servers import start_server
 
     srv: MariaDBServer = start_server(tmp_path_factory.mktemp("mem-srv"), mariadb_template)
-    try:
-        srv.execute(["CREATE DATABASE m",
-                     "CREATE TABLE m.t (id INT PRIMARY KEY, a VARCHAR(80), b BIGINT)"
-                     " ENGINE=InnoDB"])
-        out = []
-        for n in (N, 3 * N):
-            srv.flush_binary_logs()
-            srv.execute(["TRUNCATE TABLE m.t",
-                         f"INSERT INTO m.t SELECT seq, CONCAT('row ', seq), seq * 3"
-                         f" FROM m.seq_1_to_{n}"])
-            srv.flush_binary_logs()
-            out.append(max(srv.closed_binlog_files(), key=lambda p: p.stat().st_size))
-        return out
-    finally:
-        srv.stop(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def statement_binlogs(tmp_path_factory: pytest.TempPathFactory,
-                      mariadb_template: Path) -> list[Path]:
-    """One transaction of N and one of 3N single-row INSERT statements (a stored procedure's
-    loop: every row has its own Annotate_rows statement)."""
-    from .servers import start_server
-
-    srv: MariaDBServer = start_server(tmp_path_factory.mktemp("mem-srv2"), mariadb_template)
-    n = N // 3
     try:
         srv.execute([
             "CREATE DATABASE m",
@@ -86,15 +62,36 @@ def statement_binlogs(tmp_path_factory: pytest.TempPathFactory,
             "CREATE PROCEDURE m.p(n INT) BEGIN DECLARE i INT DEFAULT 0; START TRANSACTION; "
             "WHILE i < n DO INSERT INTO m.t VALUES (i, CONCAT('row ', i), i * 3); "
             "SET i = i + 1; END WHILE; COMMIT; END"])
-        out = []
-        for k in (n, 3 * n):
-            srv.flush_binary_logs()
-            srv.execute(["TRUNCATE TABLE m.t", f"CALL m.p({k})"])
-            srv.flush_binary_logs()
-            out.append(max(srv.closed_binlog_files(), key=lambda p: p.stat().st_size))
-        return out
+        yield srv
     finally:
         srv.stop(timeout=30)
+
+
+def one_transaction_binlogs(srv: MariaDBServer, sql: Callable[[int], str], n: int
+                            ) -> list[Path]:
+    """A binlog of one transaction ``sql(k)`` of k rows each, for k = n and 3n."""
+    out = []
+    for k in (n, 3 * n):
+        srv.flush_binary_logs()
+        srv.execute(["TRUNCATE TABLE m.t", sql(k)])
+        srv.flush_binary_logs()
+        out.append(max(srv.closed_binlog_files(), key=lambda p: p.stat().st_size))
+    return out
+
+
+@pytest.fixture(scope="module")
+def binlogs(server: MariaDBServer) -> list[Path]:
+    """One INSERT ... SELECT of N rows, and one of 3N."""
+    return one_transaction_binlogs(
+        server, lambda k: f"INSERT INTO m.t SELECT seq, CONCAT('row ', seq), seq * 3"
+                          f" FROM m.seq_1_to_{k}", N)
+
+
+@pytest.fixture(scope="module")
+def statement_binlogs(server: MariaDBServer) -> list[Path]:
+    """One transaction of N/3 and one of N single-row INSERT statements (a stored
+    procedure's loop: every row has its own Annotate_rows statement)."""
+    return one_transaction_binlogs(server, lambda k: f"CALL m.p({k})", N // 3)
 
 
 def run(path: Path, mode: str) -> dict:
