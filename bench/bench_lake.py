@@ -49,8 +49,8 @@ def prefix_binlog(src: Path, dst: Path, size: int = 2_000_000) -> int:
     within ``size`` bytes, written to ``dst`` (a binlog whose server is still writing it, as
     far as a reader can tell); returns its size."""
     sys.path.insert(0, str(ROOT / "lib"))
-    from binlake.constants import EventType as E
-    from binlake.reader import BinlogReader
+    from binlake.binlog.constants import EventType as E
+    from binlake.binlog.reader import BinlogReader
 
     end = 0
     for ev in BinlogReader(str(src), stop=size):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Executor memory of the lake job on one huge transaction, at two transaction sizes.
 
-A private MariaDB server (binlake.devserver) writes a binlog holding a single INSERT ... SELECT
+A private MariaDB server (binlake_dev.mariadb) writes a binlog holding a single INSERT ... SELECT
 of N rows in one transaction (about 135 bytes of binlog per row); `binlake load --master
 local[2]` loads it into a fresh lake while this script samples the resident memory (RSS) of
 every process of the load, every 0.1 s.  Printed per size: the binlog's MB, the load's
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
-from binlake.devserver import MariaDBServer, free_port  # noqa: E402
+from binlake_dev.mariadb import MariaDBServer, free_port  # noqa: E402
 
 
 def make_binlog(base: Path, rows: int, out: Path) -> int:

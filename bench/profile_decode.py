@@ -67,9 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     # Import what decode imports lazily now, so module loading stays out of the profile.
-    import binlake.reader
-    import binlake.render
-    import binlake.rowchanges  # noqa: F401
+    import binlake.binlog.reader
+    import binlake.binlog.render
+    import binlake.binlog.rowchanges  # noqa: F401
     from binlake.cli import main as binlake_main
 
     path = Path(args.file)

@@ -76,8 +76,8 @@ with DAG(
         from airflow.sdk.exceptions import AirflowFailException
 
         from binlake.archive import ArchiveGapError
+        from binlake.archive.objectstore import ObjectConflictError
         from binlake.config import load_settings
-        from binlake.objectstore import ObjectConflictError
         from binlake.orchestrate import run_archive
 
         settings = load_settings()

@@ -103,8 +103,8 @@ def main(argv: list[str]) -> int:
         return 1
 
     from binlake.config import load_settings
-    from binlake.devserver import MariaDBServer, free_port
     from binlake.orchestrate import report, report_text
+    from binlake_dev.mariadb import MariaDBServer, free_port
 
     srv = MariaDBServer(STATE / "server", port=free_port())
     srv.start()
@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
         if bag.import_errors:
             print(f"DAG import errors: {bag.import_errors}", file=sys.stderr)
             return 1
-        from binlake.objectstore import store_for
+        from binlake.archive.objectstore import store_for
 
         had = {o.name for o in store_for(settings).list(settings.source)}
         print("\n== binlake_archive (dag.test)")

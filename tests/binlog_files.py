@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from binlake.event import Event
-from binlake.reader import BinlogReader
+from binlake.binlog.event import Event
+from binlake.binlog.reader import BinlogReader
 
 
 def copy_files(files: list[Path], dest: Path) -> list[Path]:

@@ -22,7 +22,7 @@ try:
 except ImportError:  # not installed into the virtualenv: use the source tree
     sys.path.insert(0, str(ROOT / "lib"))
 
-from binlake.devserver import MariaDBServer, free_port  # noqa: E402
+from binlake_dev.mariadb import MariaDBServer, free_port  # noqa: E402
 
 HAVE_MARIADB = bool(shutil.which("mariadbd") and shutil.which("mariadb-install-db"))
 

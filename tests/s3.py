@@ -16,8 +16,8 @@ def moto_s3(bucket: str, objects: Mapping[str, bytes]) -> Iterator[str]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from binlake.devserver import free_port
-    from binlake.source import reset_s3_client
+    from binlake.binlog.source import reset_s3_client
+    from binlake_dev.mariadb import free_port
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from binlake.devserver import MariaDBServer, ServerError, free_port
+from binlake_dev.mariadb import MariaDBServer, ServerError, free_port
 
 
 def start_server(base: Path, template: Path, **kw: object) -> MariaDBServer:

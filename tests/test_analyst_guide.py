@@ -243,7 +243,7 @@ class Lake:
 
 
 def _start_server(base: Path, template: Path) -> Any:
-    from binlake.devserver import MariaDBServer, ServerError, free_port
+    from binlake_dev.mariadb import MariaDBServer, ServerError, free_port
 
     for attempt in range(3):
         srv = MariaDBServer(base / f"s{attempt}", port=free_port())

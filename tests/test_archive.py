@@ -15,9 +15,7 @@ from binlake.archive import (
     archive,
     fde_in_use,
 )
-from binlake.cli import main as cli_main
-from binlake.devserver import MariaDBServer
-from binlake.objectstore import (
+from binlake.archive.objectstore import (
     LocalStore,
     ObjectConflictError,
     ObjectStoreError,
@@ -25,6 +23,8 @@ from binlake.objectstore import (
     recorded_sha256,
     sha256_file,
 )
+from binlake.cli import main as cli_main
+from binlake_dev.mariadb import MariaDBServer
 
 from .s3 import moto_s3
 

@@ -1,4 +1,4 @@
-"""binlake.charsets: collation ids, codecs, decoding.
+"""binlake.binlog.charsets: collation ids, codecs, decoding.
 
 The integration tests start a private MariaDB (``--no-defaults``, own datadir/socket, 127.0.0.1)
 and compare the module's tables with the live server's information_schema and byte conversions.
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from binlake.charsets import (
+from binlake.binlog.charsets import (
     CODECS,
     COLLATIONS,
     MAX_BYTES_PER_CHAR,

@@ -27,10 +27,9 @@ from typing import Any
 
 import pytest
 
-from binlake.constants import EventType
-from binlake.devserver import MariaDBServer, free_port
-from binlake.errors import BinlogError
-from binlake.reader import BinlogReader
+from binlake.binlog.constants import EventType
+from binlake.binlog.errors import BinlogError
+from binlake.binlog.reader import BinlogReader
 from binlake.txn.checks import (
     GTID_OUT_OF_ORDER,
     IntervalSet,
@@ -57,6 +56,7 @@ from binlake.txn.findings import (
     WARNING,
     Finding,
 )
+from binlake_dev.mariadb import MariaDBServer, free_port
 
 from .binlog_files import copy_files, top_events
 from .corpus import CORPUS, CorpusFile, corpus_files, require_corpus

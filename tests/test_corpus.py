@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from binlake.constants import EventType
-from binlake.errors import (
+from binlake.binlog.constants import EventType
+from binlake.binlog.errors import (
     BinlogError,
     ChecksumError,
     CorruptEventError,
@@ -17,7 +17,7 @@ from binlake.errors import (
     NotABinlogError,
     TruncatedError,
 )
-from binlake.reader import BinlogReader
+from binlake.binlog.reader import BinlogReader
 
 from .corpus import CorpusFile, corpus_files, require_corpus
 

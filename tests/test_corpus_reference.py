@@ -44,11 +44,11 @@ from typing import Any
 import orjson
 import pytest
 
-from binlake.event import Event
-from binlake.events.rows import ROWS_EVENTS, op_of
-from binlake.reader import BinlogReader
-from binlake.render import dumps
-from binlake.rowchanges import iter_row_changes
+from binlake.binlog.event import Event
+from binlake.binlog.events.rows import ROWS_EVENTS, op_of
+from binlake.binlog.reader import BinlogReader
+from binlake.binlog.render import dumps
+from binlake.binlog.rowchanges import iter_row_changes
 
 from .corpus import CORPUS, require_corpus
 from .refparse import (

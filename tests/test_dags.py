@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from binlake.devserver import MariaDBServer
+from binlake_dev.mariadb import MariaDBServer
 
 from .s3 import moto_s3
 
@@ -216,7 +216,7 @@ def nights(pipeline: Pipeline) -> Pipeline:
 
 
 def _s3_names(p: Pipeline) -> list[str]:
-    from binlake.objectstore import store_for
+    from binlake.archive.objectstore import store_for
 
     return [o.name for o in store_for(p.settings).list("shop1")]
 
@@ -276,7 +276,7 @@ def test_corrupt_file_fails_validation_and_nothing_is_published(nights: Pipeline
 
 
 def test_archive_keys_and_metadata_on_s3(nights: Pipeline) -> None:
-    from binlake.objectstore import recorded_sha256, sha256_file
+    from binlake.archive.objectstore import recorded_sha256, sha256_file
 
     names = _s3_names(nights)
     current = nights.srv.current_binlog_file()

@@ -1,4 +1,4 @@
-"""Decoders of query, control, GTID and LOAD DATA events (binlake.events.query/control/gtid/
+"""Decoders of query, control, GTID and LOAD DATA events (binlake.binlog.events.query/control/gtid/
 load).
 
 Three kinds of tests:
@@ -32,16 +32,16 @@ from typing import Any
 import orjson
 import pytest
 
-from binlake.constants import EventType as E
-from binlake.context import DecodeContext
-from binlake.errors import BinlogError
-from binlake.events import DECODERS
-from binlake.events import control as _control  # noqa: F401  (registers its decoders)
-from binlake.events import gtid as _gtid  # noqa: F401
-from binlake.events import load as _load  # noqa: F401
-from binlake.events import query as _query  # noqa: F401
-from binlake.events._common import Cursor
-from binlake.fde import FormatDescription, parse_fde, parse_start_v3
+from binlake.binlog.constants import EventType as E
+from binlake.binlog.context import DecodeContext
+from binlake.binlog.errors import BinlogError
+from binlake.binlog.events import DECODERS
+from binlake.binlog.events import control as _control  # noqa: F401  (registers its decoders)
+from binlake.binlog.events import gtid as _gtid  # noqa: F401
+from binlake.binlog.events import load as _load  # noqa: F401
+from binlake.binlog.events import query as _query  # noqa: F401
+from binlake.binlog.events._common import Cursor
+from binlake.binlog.fde import FormatDescription, parse_fde, parse_start_v3
 
 CORPUS = Path("/work/shared/corpus")
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="binlog corpus not available")

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from binlake.errors import BinlogError
-from binlake.reader import BinlogReader
+from binlake.binlog.errors import BinlogError
+from binlake.binlog.reader import BinlogReader
 
 from .corpus import CORPUS, require_corpus
 

@@ -1045,7 +1045,7 @@ def test_branch_publish_and_discard(spark: Any, workload: Workload, one_run: Lak
 
 
 def _event_at_middle(path: Path, types: tuple[str, ...] = ()) -> Any:
-    from binlake.reader import BinlogReader
+    from binlake.binlog.reader import BinlogReader
 
     size = path.stat().st_size
     events = [e for e in BinlogReader(str(path)) if not types or e.type in types]
@@ -1206,8 +1206,8 @@ def check_statements(spark: Any, settings: Any, label: str, files: list[Any],
     have the payload's position, so two statements of one compressed transaction differ only
     by their index in it.  Each row change names its own statement: ``row_changes`` and
     ``binlake decode --rows`` point at the last statement event before the row's event."""
-    from binlake.constants import EventType as E
-    from binlake.reader import BinlogReader
+    from binlake.binlog.constants import EventType as E
+    from binlake.binlog.reader import BinlogReader
 
     logged: dict[tuple[str, int, int | None], str] = {}
     for f in files:
@@ -1236,8 +1236,8 @@ def test_compressed_transaction_statements_are_apart() -> None:
     ``decode --rows`` give each row the statement logged before it, told apart by the
     statement event's index in the payload."""
     require_corpus()
-    from binlake.reader import BinlogReader
-    from binlake.rowchanges import DECODE_FOR_ROWS, iter_row_changes
+    from binlake.binlog.reader import BinlogReader
+    from binlake.binlog.rowchanges import DECODE_FOR_ROWS, iter_row_changes
     from binlake.txn.build import build_transactions
 
     path = CORPUS / "libs/mysql-binlog-connector-rust/mysql-bin.000057"
@@ -1272,9 +1272,9 @@ def corpus_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.mark.parametrize("label", list(MYSQL8))
 def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
+    from binlake.binlog.reader import BinlogReader
+    from binlake.binlog.rowchanges import DECODE_FOR_ROWS, iter_row_changes
     from binlake.lake.job import discover
-    from binlake.reader import BinlogReader
-    from binlake.rowchanges import DECODE_FOR_ROWS, iter_row_changes
     from binlake.txn.build import build_transactions
 
     sources = [str(CORPUS / p) for p in MYSQL8[label]]
@@ -1325,9 +1325,9 @@ def test_survey_layouts_cover_every_table_map() -> None:
     layout of each table at the position of its first Table_map, with the columns the full
     decoder gives there.  Without them the typed changelogs would miss those tables."""
     require_corpus()
-    from binlake.constants import EventType as E
+    from binlake.binlog.constants import EventType as E
+    from binlake.binlog.reader import BinlogReader
     from binlake.lake.extract import layout_record, survey_scan
-    from binlake.reader import BinlogReader
     from binlake.txn.files import binlog_file
 
     payload_maps = 0
@@ -1355,7 +1355,7 @@ def test_survey_layouts_cover_every_table_map() -> None:
 def test_mysql8_features_present() -> None:
     """The corpus files above really exercise what they are here for."""
     require_corpus()
-    from binlake.reader import BinlogReader
+    from binlake.binlog.reader import BinlogReader
 
     types: set[str] = set()
     for paths in MYSQL8.values():

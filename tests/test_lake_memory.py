@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.devserver import MariaDBServer
+from binlake_dev.mariadb import MariaDBServer
 
 pytestmark = [pytest.mark.integration]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from binlake.reader import BinlogReader
-from binlake.rowchanges import iter_row_changes
+from binlake.binlog.reader import BinlogReader
+from binlake.binlog.rowchanges import iter_row_changes
 
 from .reference import RefRow, encode_charset, mariadb_binlog_rows, render_quoted
 from .workloads import DB, FULL_IMAGE_TABLES, STATEMENT_LOGGED_IDS, run_all_types
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> dict[str, Any]:
-    from binlake.devserver import MariaDBServer, free_port
+    from binlake_dev.mariadb import MariaDBServer, free_port
 
     srv = MariaDBServer(tmp_path_factory.mktemp("values-srv"), port=free_port())
     srv.init(template=mariadb_template)

@@ -1,4 +1,4 @@
-"""binlake.mysql_json: MySQL binary JSON and partial JSON updates.
+"""binlake.binlog.mysql_json: MySQL binary JSON and partial JSON updates.
 
 Expected values come from the format (MySQL sql-common/json_binary.cc, json_diff.cc,
 strings/decimal.cc, mysys/my_time.cc) with the bytes written out by hand, or, for the real
@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from binlake.errors import CorruptEventError
-from binlake.mysql_json import (
+from binlake.binlog.errors import CorruptEventError
+from binlake.binlog.mysql_json import (
     MAX_DEPTH,
     JsonDiff,
     JsonDiffOp,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from binlake import orchestrate as O
+from binlake.archive.objectstore import LocalStore, sha256_file
 from binlake.config import load_settings
-from binlake.objectstore import LocalStore, sha256_file
 
 
 def test_branch_name_is_a_safe_identifier() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from binlake.devserver import MariaDBServer, ServerError, free_port
+from binlake_dev.mariadb import MariaDBServer, ServerError, free_port
 
 from .reference import (
     ColumnDef,

@@ -1,4 +1,4 @@
-"""Where binlog bytes come from (``binlake.source``): local paths, gzip/zstd containers and
+"""Where binlog bytes come from (``binlake.binlog.source``): local paths, gzip/zstd containers and
 ``s3://`` objects (a moto server on 127.0.0.1), checked through the real ``binlake decode``
 command against the plain local decode of the same corpus file, plus the source API itself.
 
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import zstandard
 
-from binlake import source
-from binlake.errors import SourceError
-from binlake.source import open_binlog, parse_location, reset_s3_client, s3_client, size_of
+from binlake.binlog import source
+from binlake.binlog.errors import SourceError
+from binlake.binlog.source import open_binlog, parse_location, reset_s3_client, s3_client, size_of
 
 from .corpus import CORPUS, corpus_files, require_corpus
 from .s3 import moto_s3
@@ -533,7 +533,7 @@ def test_survey_sha256_is_the_stored_bytes(tmp_path: Path, rel: str) -> None:
 
 
 def test_hash_tap_needs_the_whole_object(tmp_path: Path) -> None:
-    from binlake.source import HashTap
+    from binlake.binlog.source import HashTap
 
     with pytest.raises(ValueError):
         open_binlog(cpath(MARIADB), 4, tap=HashTap())
@@ -569,7 +569,7 @@ def test_s3_survey_reads_an_object_about_once_less(s3_endpoint: str,
             assert served[0] < 2.2 * len(blob), (key, served[0], len(blob))
     # a tap that has every byte but never saw the end: the ranged GET from the object's end
     # is refused, and the object is hashed again whole
-    from binlake.source import HashTap
+    from binlake.binlog.source import HashTap
 
     tap = HashTap()
     tap.update(data)

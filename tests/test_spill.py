@@ -103,7 +103,7 @@ def test_disk_full_is_a_spill_error_not_a_bad_file(monkeypatch: pytest.MonkeyPat
     BinlogError would mark it failed instead of letting Spark run the task again."""
     import errno
 
-    from binlake.errors import BinlogError
+    from binlake.binlog.errors import BinlogError
     from binlake.lake import extract as X
     from binlake.txn import spill
 

@@ -35,11 +35,11 @@ from typing import Any
 import pytest
 import zstandard
 
-from binlake.constants import EventType as E
-from binlake.errors import BinlogError
-from binlake.event import Event
-from binlake.reader import BinlogReader
-from binlake.rowchanges import iter_row_changes
+from binlake.binlog.constants import EventType as E
+from binlake.binlog.errors import BinlogError
+from binlake.binlog.event import Event
+from binlake.binlog.reader import BinlogReader
+from binlake.binlog.rowchanges import iter_row_changes
 from binlake.txn import split as split_mod
 from binlake.txn.split import ByteRange, ScanStats, split_file, transaction_starts
 

@@ -1,7 +1,7 @@
 """Transaction scenarios on a real MariaDB server, and what the server says about them.
 
 Each scenario is a function ``run(server) -> Truth`` that drives one or more connections of a
-:class:`binlake.devserver.MariaDBServer` and returns the server's own account of the outcome:
+:class:`binlake_dev.mariadb.MariaDBServer` and returns the server's own account of the outcome:
 
 ``state``
     ``{"db.table": [row, ...]}`` -- the final ``SELECT *`` of every table of the scenario, rows
@@ -1013,7 +1013,7 @@ def _main() -> None:  # pragma: no cover - a manual check of the server truth
     import sys
     import tempfile
 
-    from binlake.devserver import MariaDBServer, free_port
+    from binlake_dev.mariadb import MariaDBServer, free_port
 
     names = sys.argv[1:] or list(SCENARIOS)
     with tempfile.TemporaryDirectory(prefix="txn-wl-") as tmp:

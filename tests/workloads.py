@@ -2,7 +2,7 @@
 
 Each section is a list of SQL statements run in order on one autocommit connection, plus the
 tables whose final state is read back.  :func:`run_all_types` runs the sections on a
-:class:`binlake.devserver.MariaDBServer`, counts the rows each row-logged statement changed, and
+:class:`binlake_dev.mariadb.MariaDBServer`, counts the rows each row-logged statement changed, and
 returns the server's final state of every table both as pymysql values and in binlake's JSON
 value contract (see ``tests/reference.py``), ready to be compared with decoded rows.
 

@@ -26,8 +26,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+from .archive.objectstore import ObjectStore, StoredObject, store_for
 from .config import Settings
-from .objectstore import ObjectStore, StoredObject, store_for
 from .txn.files import binlog_file
 from .txn.model import XaXid
 
@@ -89,7 +89,7 @@ def archive_asset_uri(cfg: dict[str, Any]) -> str:
 def run_archive(settings: Settings, *, s3_client: Any = None,
                 remote: dict[str, Any] | None = None) -> dict[str, Any]:
     """Archive the source's closed files (raises ArchiveGapError on a new gap)."""
-    from .archive import archive, source_from_settings
+    from .archive.archiver import archive, source_from_settings
 
     report = archive(source_from_settings(settings, remote=remote),
                      store_for(settings, client=s3_client), settings.source)

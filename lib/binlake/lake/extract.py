@@ -18,11 +18,11 @@ from typing import Any, cast
 
 import orjson
 
-from ..constants import EventType as E
-from ..errors import BinlogError, TruncatedError
-from ..reader import BinlogReader
-from ..render import _default as _render_default
-from ..source import HashTap
+from ..binlog.constants import EventType as E
+from ..binlog.errors import BinlogError, TruncatedError
+from ..binlog.reader import BinlogReader
+from ..binlog.render import _default as _render_default
+from ..binlog.source import HashTap
 from ..txn.boundary import query_keyword
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
@@ -207,7 +207,7 @@ def survey_scan(uri: str, seq: int, tap: HashTap | None = None
     Table_map events are decoded (Table_maps from a cache: the server logs the same one in
     every transaction), and compressed transactions are opened for their Table_maps.  A
     damaged file gives what comes before the damage (its decode reports it).  ``tap``
-    gets the file's stored bytes as they are read (see :class:`binlake.source.HashTap`)."""
+    gets the file's stored bytes as they are read (see :class:`binlake.binlog.source.HashTap`)."""
     ddl: list[DdlEvent] = []
     layouts: list[dict[str, Any]] = []
     last: dict[tuple[str, str], Any] = {}  # (db, table) -> (TableMap, layout key)

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..binlog.errors import BinlogError
+from ..binlog.source import HashTap, parse_location, s3_client
 from ..config import Settings
-from ..errors import BinlogError
-from ..source import HashTap, parse_location, s3_client
 from ..txn.build import assign_order
 from ..txn.files import BinlogFile, binlog_file, order_files
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part, XaXid
@@ -39,6 +39,7 @@ from ..txn.spill import undo_changes
 from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
+from .commit import add_data_files, remove_files, table_out
 from .lock import load_lock
 from .tables import (
     FILES,
@@ -147,7 +148,7 @@ def _sha256(uri: str, tap: HashTap | None = None) -> tuple[str, int, str | None]
     """sha256 and size of the stored object, and the sha256 recorded when it was archived
     (None when nothing was recorded).  ``tap``: what a scan of the file already hashed (the
     rest is read here).  Runs on an executor."""
-    from ..objectstore import recorded_sha256
+    from ..archive.objectstore import recorded_sha256
 
     sha, size = (tap or HashTap()).finish(uri)
     return sha, size, recorded_sha256(uri)
@@ -533,7 +534,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     bad = sorted(failed)
     written = [r for k, r in small if k == X.WRITTEN]
     to_add = [w for w in written if w["file"] not in failed]
-    _remove_files([w["path"] for w in written if w["file"] in failed])
+    remove_files([w["path"] for w in written if w["file"] in failed])
 
     # XA pairing (driver; metadata only).
     resolutions, orphan_txns, xa_findings, late = _pair_xa(
@@ -640,90 +641,6 @@ def _data_sink(spark: Any, settings: Settings, run_id: str,
            for table in (*RECORD_TABLES, *more)}
     return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
                       attempt=uuid.uuid4().hex[:8], flush_bytes=settings.flush_bytes)
-
-
-def table_out(spark: Any, name: str) -> X.TableOut:
-    """Where and how executors write data files of table ``name`` (a full name): its data
-    directory, as the catalog knows it, its Arrow schema (Iceberg field ids included) and
-    its partition fields."""
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-    from pyiceberg.schema import Schema
-
-    jtable = _java_table(spark, name)
-    jschema = jtable.schema()
-    schema = Schema.model_validate_json(
-        spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
-    partition = []
-    for pf in jtable.spec().fields():
-        transform = pf.transform().toString()
-        if transform not in ("identity", "day"):
-            raise ValueError(f"{name}: partition transform {transform} "
-                             "is not one binlake writes")
-        partition.append((jschema.findColumnName(pf.sourceId()), transform))
-    location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
-    return X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
-
-
-def _java_table(spark: Any, name: str) -> Any:
-    """The Iceberg Java ``Table`` behind a Spark table name (fresh from the catalog)."""
-    spark.sql(f"REFRESH TABLE {name}")
-    return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, name)
-
-
-def add_data_files(spark: Any, settings: Settings, table: str,
-                   written: list[dict[str, Any]], run_id: str) -> None:
-    """One Iceberg commit (an append snapshot) adding Parquet data files written by the
-    executors: ``written`` are their WRITTEN records (path, rows, partition values).  The
-    commit goes through Spark's catalog in this JVM (the same connection pool Spark's own
-    writes use: a second SQLite client would meet "database is locked"), on the
-    write-audit-publish branch when one is set (created from main's current snapshot, as
-    Spark's own writes do).  Column statistics come from each file's Parquet footer."""
-    jvm = spark._jvm
-    ice = jvm.org.apache.iceberg
-    name = table if "." in table else settings.table(table)  # a full name: as is
-    jtable = _java_table(spark, name)
-    spec = jtable.spec()
-    metrics_config = ice.MetricsConfig.forTable(jtable)
-    io = jtable.io()
-    # (Java classes looked up once: every lookup is a round trip to the JVM)
-    file_metrics, partition_data = ice.parquet.ParquetUtil.fileMetrics, ice.PartitionData
-    builder, parquet = ice.DataFiles.builder, ice.FileFormat.PARQUET
-    ptype = spec.partitionType()
-
-    def data_file(w: dict[str, Any]) -> Any:
-        inp = io.newInputFile(w["path"])
-        part = partition_data(ptype)
-        for i, v in enumerate(w["partition"]):
-            part.set(i, v)
-        return (builder(spec).withPath(w["path"]).withFormat(parquet)
-                .withFileSizeInBytes(inp.getLength())
-                .withMetrics(file_metrics(inp, metrics_config)).withPartition(part).build())
-
-    # Each file's footer is read for its column statistics: a few files at once (the JVM
-    # serves each Python thread on its own thread).
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        files = list(pool.map(data_file, written))
-    append = jtable.newAppend()
-    for f in files:
-        append.appendFile(f)
-    append.set("binlake.run_id", run_id)
-    branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
-    if branch:
-        append.toBranch(branch)
-    append.commit()
-    spark.sql(f"REFRESH TABLE {name}")
-
-
-def _remove_files(paths: list[str]) -> None:
-    """Delete data files that will not be committed (their binlog failed); best effort:
-    an unreferenced file is never read."""
-    for path in paths:
-        try:
-            fs, p = X.data_filesystem(path.rsplit("/", 1)[0])
-            fs.delete_file(p.rstrip("/") + "/" + path.rsplit("/", 1)[1])
-        except OSError:
-            pass
 
 
 def _summarize(spark: Any, settings: Settings, summary: LoadSummary,

@@ -121,7 +121,7 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if settings.s3_endpoint_url:  # the driver's boto3 (listing, splitting) and executors'
         os.environ["BINLAKE_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
-        from ..source import reset_s3_client
+        from ..binlog.source import reset_s3_client
 
         reset_s3_client()
     # Under spark-submit the JVM already runs: its --master / --jars win (setting them here

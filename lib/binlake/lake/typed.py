@@ -172,10 +172,10 @@ from typing import Any
 
 import orjson
 
+from ..binlog.columns import Column, _resolve_meta, type_name
+from ..binlog.constants import ColumnType as T
+from ..binlog.rowcodec import column_codec
 from ..config import Settings
-from ..constants import ColumnType as T
-from ..rowcodec import column_codec
-from ..tablemap import Column, _resolve_meta, type_name
 from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots, retry_busy
 from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
@@ -749,8 +749,8 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     the folded rows as data files, in one commit after its source's rows are deleted (a
     retry adds nothing twice); an existing one MERGEs the folded delta."""
 
+    from .commit import table_out
     from .extract import DataSink, FoldSpec, fold_mirror
-    from .job import table_out
 
     assert job.plan is not None
     pk = tuple(job.pk_slots)

@@ -1,6 +1,6 @@
 """Executor side of validation: one binlog file -> the facts the expectations read.
 
-One task per file reads it once with :class:`~binlake.reader.BinlogReader` and feeds the
+One task per file reads it once with :class:`~binlake.binlog.reader.BinlogReader` and feeds the
 existing layers, never re-deciding what they decide:
 
 * :class:`~binlake.txn.checks.StreamChecker` on the file alone gives the per-file verdicts that
@@ -25,11 +25,11 @@ from typing import Any
 
 import orjson
 
-from ..constants import EventType as E
-from ..errors import BinlogError, ChecksumError, TruncatedError
-from ..event import Event
-from ..reader import BinlogReader
-from ..source import parse_location, s3_client
+from ..binlog.constants import EventType as E
+from ..binlog.errors import BinlogError, ChecksumError, TruncatedError
+from ..binlog.event import Event
+from ..binlog.reader import BinlogReader
+from ..binlog.source import parse_location, s3_client
 from ..txn import findings as F
 from ..txn import spill
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, note_event
@@ -118,8 +118,8 @@ def sha256_of(uri: str) -> tuple[str, int]:
 
 def recorded_sha256(uri: str) -> tuple[str | None, str | None]:
     """The sha256 the archive recorded at copy time, and where (see
-    :func:`binlake.objectstore.recorded`)."""
-    from ..objectstore import recorded
+    :func:`binlake.archive.objectstore.recorded`)."""
+    from ..archive.objectstore import recorded
 
     return recorded(uri)
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 import re
 from enum import IntEnum
 
-from ..constants import EventType as E
-from ..events.rows import ROWS_EVENTS
+from ..binlog.constants import EventType as E
+from ..binlog.events.rows import ROWS_EVENTS
 
 
 class Boundary(IntEnum):

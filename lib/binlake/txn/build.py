@@ -29,11 +29,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..constants import EventType as E
-from ..errors import BinlogError, TruncatedError
-from ..event import Event
-from ..events.rows import ROWS_EVENTS, op_of
-from ..reader import BinlogReader
+from ..binlog.constants import EventType as E
+from ..binlog.errors import BinlogError, TruncatedError
+from ..binlog.event import Event
+from ..binlog.events.rows import ROWS_EVENTS, op_of
+from ..binlog.reader import BinlogReader
 from . import findings as F
 from .boundary import (
     END_EVENTS,

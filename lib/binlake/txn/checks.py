@@ -12,9 +12,9 @@ The rules, and why each has the severity it has
 -----------------------------------------------
 
 Event integrity
-    * ``ev.error`` a :class:`~binlake.errors.ChecksumError` -> ``CHECKSUM_MISMATCH`` (error);
+    * ``ev.error`` a :class:`~binlake.binlog.errors.ChecksumError` -> ``CHECKSUM_MISMATCH`` (error);
       any other per-event error -> ``DECODE_ERROR`` (error).
-    * the framing error that ended a file: :class:`~binlake.errors.TruncatedError` ->
+    * the framing error that ended a file: :class:`~binlake.binlog.errors.TruncatedError` ->
       ``TRUNCATED`` (error) at the offset of the event that is cut; anything else (not a binlog,
       no FDE, encrypted, garbage event size) -> ``DECODE_ERROR`` (error).
 
@@ -138,12 +138,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..constants import LOG_EVENT_BINLOG_IN_USE_F, LOG_EVENT_RELAY_LOG_F
-from ..constants import EventType as E
-from ..errors import BinlogError, ChecksumError, TruncatedError
-from ..event import Event
-from ..reader import BinlogReader
-from ..source import parse_location
+from ..binlog.constants import LOG_EVENT_BINLOG_IN_USE_F, LOG_EVENT_RELAY_LOG_F
+from ..binlog.constants import EventType as E
+from ..binlog.errors import BinlogError, ChecksumError, TruncatedError
+from ..binlog.event import Event
+from ..binlog.reader import BinlogReader
+from ..binlog.source import parse_location
 from .files import binlog_file, order_files
 from .findings import (
     CHECKSUM_MISMATCH,
@@ -1012,7 +1012,7 @@ def check_files(uris: Iterable[str | os.PathLike[str]], *, newest_file_may_be_op
     """Check the binlog files of one source server and return the findings.
 
     The files are put in the order the server wrote them (:func:`order_files`), each is read
-    with :class:`~binlake.reader.BinlogReader` and fed to a :class:`StreamChecker`; a framing
+    with :class:`~binlake.binlog.reader.BinlogReader` and fed to a :class:`StreamChecker`; a framing
     error ends that file (and is a finding) and the next file is read.  ``full_decode=False``
     decodes only the bodies the checks read (checksums are still verified for every event),
     which skips the row images but also their decode errors.

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..source import parse_location
+from ..binlog.source import parse_location
 
 _SEQ = re.compile(r"^(?P<base>.*?)\.(?P<seq>\d+)$")
 

@@ -63,7 +63,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..constants import (
+from ..binlog.constants import (
     BINLOG_MAGIC,
     CHECKSUM_LEN,
     LOG_EVENT_BINLOG_IN_USE_F,
@@ -71,8 +71,8 @@ from ..constants import (
     V4_HEADER_LEN,
     EventType,
 )
-from ..context import DecodeContext
-from ..errors import (
+from ..binlog.context import DecodeContext
+from ..binlog.errors import (
     BinlogError,
     CorruptEventError,
     EncryptedBinlogError,
@@ -81,10 +81,10 @@ from ..errors import (
     TruncatedError,
     UnsupportedFormatError,
 )
-from ..events import load_all
-from ..fde import FormatDescription, parse_fde, parse_start_v3
-from ..reader import MAX_EVENT_SIZE
-from ..source import open_binlog, size_of
+from ..binlog.events import load_all
+from ..binlog.fde import FormatDescription, parse_fde, parse_start_v3
+from ..binlog.reader import MAX_EVENT_SIZE
+from ..binlog.source import open_binlog, size_of
 
 __all__ = ["ByteRange", "ScanStats", "split_file", "transaction_starts"]
 

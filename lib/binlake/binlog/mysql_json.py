@@ -39,7 +39,7 @@ int, float, bool, None; and for opaque values what MySQL prints for them in JSON
   76 characters, ``mysys/base64.cc``).
 
 An empty document is JSON null (``json_binary::parse_binary``).  Anything malformed or
-truncated raises :class:`~binlake.errors.CorruptEventError`; nesting deeper than MySQL's
+truncated raises :class:`~binlake.binlog.errors.CorruptEventError`; nesting deeper than MySQL's
 ``JSON_DOCUMENT_MAX_DEPTH`` (100) is malformed too.
 
 Partial updates (MySQL 8.0 ``PARTIAL_UPDATE_ROWS_EVENT``, ``binlog_row_value_options=PARTIAL_JSON``)
@@ -67,9 +67,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, NoReturn
 
-from binlake import values
-from binlake.constants import ColumnType
-from binlake.errors import CorruptEventError
+from binlake.binlog import values
+from binlake.binlog.constants import ColumnType
+from binlake.binlog.errors import CorruptEventError
 
 __all__ = [
     "MAX_DEPTH",

@@ -249,7 +249,7 @@ def _json_diffs(buf: bytes, p: int) -> tuple[Any, int]:
 
 
 class PartialJson:
-    """The diffs of a partially updated JSON column, applied by :mod:`binlake.partial`."""
+    """The diffs of a partially updated JSON column, applied by :mod:`binlake.binlog.partial`."""
 
     __slots__ = ("diffs",)
 

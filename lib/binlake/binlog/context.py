@@ -8,7 +8,7 @@ from .errors import BinlogError, CorruptEventError
 from .fde import FormatDescription
 
 if TYPE_CHECKING:
-    from .tablemap import TableMap
+    from .columns import TableMap
 
 
 class DecodeContext:

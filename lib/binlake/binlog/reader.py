@@ -1,6 +1,6 @@
 """Reading a binlog file event by event.
 
-:class:`BinlogReader` turns a file (or a byte range of one) into :class:`~binlake.event.Event`
+:class:`BinlogReader` turns a file (or a byte range of one) into :class:`~binlake.binlog.event.Event`
 records.  Memory is bounded by the largest event, not by the file: bytes are read in chunks and
 an event body is cut out of the chunk it lies in.
 
@@ -16,7 +16,7 @@ Framing rules (MySQL ``sql/binlog_reader.h``, ``log_event.cc``; MariaDB ``log_ev
   Format_description_log_event::write / ``binlog.cc`` MYSQL_BIN_LOG::close).
 
 Errors that break the framing (truncation, an impossible event size, a missing FDE) end the
-iteration with a raised :class:`~binlake.errors.BinlogError`.  Errors inside one event (bad
+iteration with a raised :class:`~binlake.binlog.errors.BinlogError`.  Errors inside one event (bad
 checksum, a body its decoder rejects) are attached to that event as ``event.error`` and the
 reader resumes at the next event boundary; ``strict=True`` raises them instead.
 """
@@ -53,7 +53,7 @@ from .events import load_all
 from .fde import FormatDescription, parse_fde, parse_start_v3
 from .source import HashTap, OpenedBinlog, open_binlog, parse_location, size_of
 
-log = logging.getLogger("binlake.reader")
+log = logging.getLogger("binlake.binlog.reader")
 
 _HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, log_pos, flags
 CHUNK = 1 << 20

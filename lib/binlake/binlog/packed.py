@@ -2,7 +2,7 @@
 
 Knows nothing about MySQL types or events.  Every function takes ``(buf, pos)`` and returns
 the value and the new position; a short buffer raises :class:`ShortBuffer`, which callers turn
-into a located :class:`~binlake.errors.BinlogError`.
+into a located :class:`~binlake.binlog.errors.BinlogError`.
 """
 
 from __future__ import annotations

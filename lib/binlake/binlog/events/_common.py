@@ -2,10 +2,10 @@
 event body, the error-converting decorator, and a few small encodings used by several events.
 
 Every read goes through :class:`Cursor`, which raises a located
-:class:`~binlake.errors.CorruptEventError` (through ``ctx.corrupt``) naming the field that ran
+:class:`~binlake.binlog.errors.CorruptEventError` (through ``ctx.corrupt``) naming the field that ran
 past the end of the body, the absolute file offset, and how many bytes were needed and left.
 :func:`guarded` is the safety net around a whole decoder: whatever low-level exception escapes
-(``ShortBuffer`` from :mod:`binlake.packed`, ``struct.error``, ``IndexError``,
+(``ShortBuffer`` from :mod:`binlake.binlog.packed`, ``struct.error``, ``IndexError``,
 ``UnicodeDecodeError``, ``zlib.error`` ...) becomes the same located error, so a decoder never
 leaks a bare Python exception to the reader.
 """
@@ -246,7 +246,7 @@ def decode_sql_text(raw: bytes, collation_id: int | None) -> tuple[str, str]:
     """SQL text exactly as logged: ``(text, charset)``.
 
     Valid UTF-8 is returned as is (``"utf8"``).  Otherwise the bytes are decoded with the
-    client character set (the Query event's Q_CHARSET_CODE) through :mod:`binlake.charsets`,
+    client character set (the Query event's Q_CHARSET_CODE) through :mod:`binlake.binlog.charsets`,
     and failing that as MySQL's latin1 (cp1252 with the five undefined bytes as C1 controls),
     which maps every byte and so never loses one.
     """

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-from .txn.files import binlog_file
+from ..txn.files import binlog_file
 
 META_DIR = "_meta"
 TMP_DIR = "_tmp"
@@ -331,7 +331,7 @@ def recorded(uri: str) -> tuple[str | None, str | None]:
     its metadata is missing or unreadable (a plain directory of binlogs records nothing)."""
     parsed = urlparse(uri)
     if parsed.scheme == "s3":
-        from .source import s3_client
+        from ..binlog.source import s3_client
 
         try:
             r = s3_client().head_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))

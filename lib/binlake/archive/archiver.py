@@ -12,7 +12,7 @@ closes a file cleanly; MariaDB ``sql/log.cc``, MYSQL_BIN_LOG::close).  Two sourc
   (``mysqlbinlog`` has the same options).
 
 :func:`archive` copies the closed files the store does not have yet
-(:mod:`binlake.objectstore`: never overwritten, never visible half-written, sha256 recorded),
+(:mod:`binlake.archive.objectstore`: never overwritten, never visible half-written, sha256 recorded),
 and reports **gaps**: files missing from the sequence, neither archived nor on the server any
 more (purged before they were archived).  A gap is reported once: the first run that sees it
 records it in the store (``_meta/_gaps.json``) and raises :class:`ArchiveGapError` after
@@ -33,10 +33,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import BinlogError
+from ..binlog.errors import BinlogError
+from ..binlog.reader import BinlogReader
+from ..txn.files import binlog_file, order_files
 from .objectstore import GAPS, ObjectConflictError, ObjectStore, sha256_file
-from .reader import BinlogReader
-from .txn.files import binlog_file, order_files
 
 log = logging.getLogger(__name__)
 
@@ -294,36 +294,3 @@ def source_from_settings(settings: Any, *, remote: dict[str, Any] | None = None
         raise ArchiveError("no archive source: set archive_source_dir (BINLAKE_ARCHIVE_SOURCE_"
                            "DIR) to the binlog directory or .index file, or a source connection")
     return LocalBinlogSource(settings.archive_source_dir)
-
-
-def main_archive(args: Any) -> int:
-    """``binlake archive`` (argparse namespace from binlake.cli)."""
-    import json
-    import sys
-
-    from .config import ConfigError, load_settings
-    from .objectstore import ObjectStoreError, store_for
-
-    try:
-        settings = load_settings(args.config, source=args.source_name,
-                                 archive_source_dir=args.from_dir)
-    except ConfigError as exc:
-        print(f"binlake: usage error: {exc}", file=sys.stderr)
-        return 2
-    remote = None
-    if args.from_server:
-        host, _, port = args.from_server.partition(":")
-        remote = {"host": host, "port": int(port or 3306), "user": args.user,
-                  "password": os.environ.get("MYSQL_PWD", "")}
-    rc = 0
-    try:
-        report = archive(source_from_settings(settings, remote=remote), store_for(settings),
-                         settings.source, verify=args.verify)
-    except ArchiveGapError as exc:
-        report, rc = exc.report, 3
-        print(f"binlake: error: {exc}", file=sys.stderr)
-    except (ArchiveError, ObjectStoreError) as exc:
-        print(f"binlake: error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(report.to_dict()) if args.json else report.text())
-    return rc

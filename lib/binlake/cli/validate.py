@@ -9,8 +9,11 @@ import json
 import time
 import uuid
 
+from .common import UsageError
+from .lake import lake_session
 
-def add_parser(sub: argparse._SubParsersAction, handler: object) -> None:
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("validate", help="run the Great Expectations validation suite",
                        description="Check that binlog files (paths, directories or s3:// URIs) "
                        "are a valid, complete stream (grammar, positions, integrity, GTIDs, "
@@ -27,17 +30,16 @@ def add_parser(sub: argparse._SubParsersAction, handler: object) -> None:
     v.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
     v.add_argument("--source-name", metavar="NAME", help="the source server's label")
     v.add_argument("--json", action="store_true", help="print the report as JSON")
-    v.set_defaults(func=handler)
+    v.set_defaults(func=cmd_validate)
 
 
-def cmd_validate(args: argparse.Namespace, usage: type[Exception]) -> int:
-    from ..cli import lake_session
-    from .run import InputError, check_sources, validate
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..quality.run import InputError, check_sources, validate
 
     try:
         check_sources(args.sources)  # before starting Spark
     except InputError as exc:
-        raise usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     run_id = args.run_id or (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-"
                              + uuid.uuid4().hex[:6])
     lake = lake_session(args.config, args.master, source=args.source_name,
@@ -49,7 +51,7 @@ def cmd_validate(args: argparse.Namespace, usage: type[Exception]) -> int:
         report = validate(spark, settings, args.sources, run_id=run_id, branch=args.branch,
                           lake=not args.no_lake)
     except (InputError, FileNotFoundError) as exc:
-        raise usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps(report.to_dict(), default=str))
     else:

@@ -1,0 +1,205 @@
+"""``binlake decode``, ``binlake transactions`` and ``binlake verify``: the decoder and the
+transaction layer on files, without Spark."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..binlog.errors import BinlogError
+from .common import UsageError, out
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("decode", help="decode binlog files to JSON Lines on stdout",
+                       description="Decode binlog files (paths or s3:// URIs, plain or "
+                       "gzip/zstd) to JSON Lines: one object per event, or per row change "
+                       "with --rows. See docs/decode-format.md.")
+    d.add_argument("files", nargs="+", metavar="FILE")
+    d.add_argument("--rows", action="store_true", help="one object per row change")
+    d.add_argument("--start-position", type=int, default=None, metavar="N",
+                   help="first event: the one at byte N (an event boundary)")
+    d.add_argument("--stop-position", type=int, default=None, metavar="N",
+                   help="stop before the first event at or after byte N")
+    d.add_argument("--no-verify", action="store_true", help="do not verify event checksums")
+    d.add_argument("--statement-every-row", action="store_true",
+                   help="with --rows: repeat the statement text on every row change")
+    d.set_defaults(func=cmd_decode)
+
+    t = sub.add_parser("transactions", help="reconstruct transactions as JSON Lines",
+                       description="One JSON object per transaction, in commit order (an XA "
+                       "at its XA COMMIT/ROLLBACK; XAs still prepared at the end last). See "
+                       "docs/transactions-format.md.")
+    t.add_argument("files", nargs="+", metavar="FILE")
+    t.add_argument("--pending-in", metavar="F",
+                   help="XA transactions still prepared after an earlier run (JSON)")
+    t.add_argument("--pending-out", metavar="F",
+                   help="write the XA transactions still prepared at the end here (JSON)")
+    t.add_argument("--changes", action="store_true",
+                   help="include every row change (with its order key) in each object")
+    _txn_options(t)
+    t.set_defaults(func=cmd_transactions)
+
+    v = sub.add_parser("verify", help="check that the event stream is valid",
+                       description="Check transaction grammar (WL#4162), positions, "
+                       "checksums, transaction_length, GTID continuity, the file chain and "
+                       "XA pairing. Exit 0 when valid, 1 when not.")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.add_argument("--pending-in", metavar="F",
+                   help="XA transactions still prepared after an earlier run (JSON)")
+    v.add_argument("--json", action="store_true", help="findings as JSON Lines")
+    v.add_argument("--max-xa-age", type=float, default=None, metavar="SECONDS",
+                   help="warn about XAs pending longer than this")
+    _txn_options(v)
+    v.set_defaults(func=cmd_verify)
+
+
+
+def _txn_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nontransactional", action="append", default=[], metavar="DB.TABLE",
+                   help="a table on a non-transactional engine (MyISAM, Aria...) that the "
+                   "binlog's own DDL does not show; repeatable")
+    p.add_argument("--no-verify", action="store_true", help="do not verify event checksums")
+
+
+
+
+def _pending_in(path: str | None) -> list:
+    if not path:
+        return []
+    from ..txn.xa import load_pending
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return load_pending(fh.read())
+    except FileNotFoundError:
+        raise UsageError(f"--pending-in {path}: no such file") from None
+    except (ValueError, KeyError) as exc:
+        raise UsageError(f"--pending-in {path}: not a pending-XA state file ({exc})") from None
+
+
+
+
+def cmd_transactions(args: argparse.Namespace) -> int:
+    from ..binlog.render import dumps
+    from ..txn.build import TransactionStream
+    from ..txn.findings import ERROR
+    from ..txn.spill import SPILL_BYTES, SPILL_ROWS, SpilledChanges
+    from ..txn.xa import dump_pending
+
+    # a huge transaction's changes wait on disk, and --changes writes them a chunk at a time
+    stream = TransactionStream(args.files, pending_in=_pending_in(args.pending_in),
+                               nontransactional=args.nontransactional,
+                               verify_checksums=not args.no_verify,
+                               spill_bytes=SPILL_BYTES, spill_rows=SPILL_ROWS)
+    stdout = out()
+    buf = bytearray()
+    for txn in stream:
+        if args.changes and isinstance(txn.changes, SpilledChanges):
+            # the bytes dumps(txn.to_dict(with_changes=True)) would give ("changes" comes
+            # last), without the whole list in memory
+            head = dumps(txn.to_dict())
+            buf += head[:-2] + b',"changes":['
+            sep = b""
+            for chunk in txn.changes.chunks():
+                for c in chunk:
+                    buf += sep
+                    buf += dumps(c.to_dict())[:-1]
+                    sep = b","
+                    if len(buf) > 1 << 20:
+                        stdout.write(buf)
+                        buf.clear()
+            buf += b"]}\n"
+        else:
+            buf += dumps(txn.to_dict(with_changes=args.changes))
+        if len(buf) > 1 << 20:
+            stdout.write(buf)
+            buf.clear()
+    stdout.write(buf)
+    stdout.flush()
+    if args.pending_out:
+        with open(args.pending_out, "w", encoding="utf-8") as fh:
+            fh.write(dump_pending(stream.pending))
+    failed = False
+    for info in stream.files:
+        if info.error is not None:
+            failed = True
+            print(f"binlake: error: {info.error}", file=sys.stderr)
+    for f in stream.findings:
+        if f.severity == ERROR and f.kind not in ("truncated", "decode_error"):
+            print(f"binlake: finding: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..binlog.render import dumps
+    from ..txn.verify import verify
+
+    findings = verify(args.files, pending_in=_pending_in(args.pending_in),
+                      nontransactional=args.nontransactional,
+                      verify_checksums=not args.no_verify, pending_max_age=args.max_xa_age)
+    stdout = out()
+    errors = 0
+    for f in findings:
+        if f.severity == "error":
+            errors += 1
+        if args.json:
+            stdout.write(dumps(f.to_dict()))
+        else:
+            stdout.write((str(f) + "\n").encode("utf-8"))
+    summary = (f"{len(args.files)} file(s): {errors} error(s), "
+               f"{sum(1 for f in findings if f.severity == 'warning')} warning(s)")
+    print(f"binlake verify: {'INVALID' if errors else 'valid'}: {summary}", file=sys.stderr)
+    stdout.flush()
+    return 1 if errors else 0
+
+
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    from ..binlog.reader import BinlogReader
+    from ..binlog.render import dumps, event_dict
+    from ..binlog.rowchanges import DECODE_FOR_ROWS, iter_row_changes
+
+    if args.start_position is not None and args.start_position < 4:
+        raise UsageError("--start-position must be >= 4")
+    stdout = out()
+    failed = False
+    buf = bytearray()
+    for f in args.files:
+        reader = BinlogReader(f, start=args.start_position, stop=args.stop_position,
+                              verify_checksums=not args.no_verify,
+                              decode=DECODE_FOR_ROWS if args.rows else None)
+        errors: list[BinlogError] = []
+
+        def checked(reader: BinlogReader = reader, errors: list[BinlogError] = errors):
+            for ev in reader:
+                if ev.error is not None:
+                    errors.append(ev.error)
+                yield ev
+
+        try:
+            if args.rows:
+                items = iter_row_changes(checked(), statement_every_row=args.statement_every_row)
+                for row in items:
+                    buf += dumps(row)
+                    if len(buf) > 1 << 20:
+                        stdout.write(buf)
+                        buf.clear()
+            else:
+                for ev in checked():
+                    buf += dumps(event_dict(ev))
+                    if len(buf) > 1 << 20:
+                        stdout.write(buf)
+                        buf.clear()
+        except BinlogError as exc:
+            errors.append(exc)
+        stdout.write(buf)
+        buf.clear()
+        for err in errors:
+            failed = True
+            print(f"binlake: error: {err}", file=sys.stderr)
+    stdout.flush()
+    return 1 if failed else 0

@@ -1,0 +1,95 @@
+"""Commits to the catalog: where executors write a table's data files (:func:`table_out`) and
+the one Iceberg append that adds them (:func:`add_data_files`), through Spark's catalog in this
+JVM."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..config import Settings
+from . import extract as X
+
+
+def table_out(spark: Any, name: str) -> X.TableOut:
+    """Where and how executors write data files of table ``name`` (a full name): its data
+    directory, as the catalog knows it, its Arrow schema (Iceberg field ids included) and
+    its partition fields."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.schema import Schema
+
+    jtable = _java_table(spark, name)
+    jschema = jtable.schema()
+    schema = Schema.model_validate_json(
+        spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
+    partition = []
+    for pf in jtable.spec().fields():
+        transform = pf.transform().toString()
+        if transform not in ("identity", "day"):
+            raise ValueError(f"{name}: partition transform {transform} "
+                             "is not one binlake writes")
+        partition.append((jschema.findColumnName(pf.sourceId()), transform))
+    location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
+    return X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
+
+
+def _java_table(spark: Any, name: str) -> Any:
+    """The Iceberg Java ``Table`` behind a Spark table name (fresh from the catalog)."""
+    spark.sql(f"REFRESH TABLE {name}")
+    return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        spark._jsparkSession, name)
+
+
+def add_data_files(spark: Any, settings: Settings, table: str,
+                   written: list[dict[str, Any]], run_id: str) -> None:
+    """One Iceberg commit (an append snapshot) adding Parquet data files written by the
+    executors: ``written`` are their WRITTEN records (path, rows, partition values).  The
+    commit goes through Spark's catalog in this JVM (the same connection pool Spark's own
+    writes use: a second SQLite client would meet "database is locked"), on the
+    write-audit-publish branch when one is set (created from main's current snapshot, as
+    Spark's own writes do).  Column statistics come from each file's Parquet footer."""
+    jvm = spark._jvm
+    ice = jvm.org.apache.iceberg
+    name = table if "." in table else settings.table(table)  # a full name: as is
+    jtable = _java_table(spark, name)
+    spec = jtable.spec()
+    metrics_config = ice.MetricsConfig.forTable(jtable)
+    io = jtable.io()
+    # (Java classes looked up once: every lookup is a round trip to the JVM)
+    file_metrics, partition_data = ice.parquet.ParquetUtil.fileMetrics, ice.PartitionData
+    builder, parquet = ice.DataFiles.builder, ice.FileFormat.PARQUET
+    ptype = spec.partitionType()
+
+    def data_file(w: dict[str, Any]) -> Any:
+        inp = io.newInputFile(w["path"])
+        part = partition_data(ptype)
+        for i, v in enumerate(w["partition"]):
+            part.set(i, v)
+        return (builder(spec).withPath(w["path"]).withFormat(parquet)
+                .withFileSizeInBytes(inp.getLength())
+                .withMetrics(file_metrics(inp, metrics_config)).withPartition(part).build())
+
+    # Each file's footer is read for its column statistics: a few files at once (the JVM
+    # serves each Python thread on its own thread).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        files = list(pool.map(data_file, written))
+    append = jtable.newAppend()
+    for f in files:
+        append.appendFile(f)
+    append.set("binlake.run_id", run_id)
+    branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
+    if branch:
+        append.toBranch(branch)
+    append.commit()
+    spark.sql(f"REFRESH TABLE {name}")
+
+
+def remove_files(paths: list[str]) -> None:
+    """Delete data files that will not be committed (their binlog failed); best effort:
+    an unreferenced file is never read."""
+    for path in paths:
+        try:
+            fs, p = X.data_filesystem(path.rsplit("/", 1)[0])
+            fs.delete_file(p.rstrip("/") + "/" + path.rsplit("/", 1)[1])
+        except OSError:
+            pass
