@@ -15,8 +15,8 @@ import orjson
 
 from ..config import Settings
 from ..lake.extract import engine_seeds
-from ..txn.checks import IntervalSet
 from ..txn.files import BinlogFile
+from ..txn.gtidset import IntervalSet
 from ..txn.xa import load_pending
 from . import facts as X
 

@@ -33,8 +33,9 @@ from ..binlog.source import parse_location, s3_client
 from ..txn import findings as F
 from ..txn import spill
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, note_event
-from ..txn.checks import IntervalSet, StreamChecker
+from ..txn.checks import StreamChecker
 from ..txn.engines import EngineTracker
+from ..txn.gtidset import IntervalSet
 from ..txn.model import XA_PREPARED, Transaction
 
 EVENT = "event"
