@@ -165,7 +165,7 @@ def test_clean_stream_and_lake_pass(spark: Any, lake: Any, stream: dict[str, Any
     assert all(r["success"] and r["files"] == report.files for r in rows)
     index = Path(report.data_docs.removeprefix("file://"))
     assert index.is_file() and index.parent == lake.home_path / "data_docs"
-    assert "binlake.binlog.events" in index.read_text()
+    assert "binlake.events" in index.read_text()
     d = report.to_dict()
     assert d["success"] is True and len(d["results"]) == len(report.results)
 
