@@ -71,11 +71,10 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
     if settings.catalog_type == "jdbc":
         conf[f"{p}.type"] = "jdbc"
         conf[f"{p}.uri"] = settings.jdbc_uri
-        # V1 schema: the layout pyiceberg's SqlCatalog reads and writes too
-        conf[f"{p}.jdbc.schema-version"] = "V1"
-        if settings.jdbc_uri.startswith("jdbc:sqlite:"):
-            # commits from concurrent threads (typed tables) wait for SQLite's lock
-            conf[f"{p}.jdbc.busy_timeout"] = "60000"
+        conf.update({f"{p}.{k}": v for k, v in jdbc_catalog_properties(settings).items()})
+        # The catalog's own tables are created (or upgraded) by prepare_catalog, with a
+        # catalog that is closed at once: see its docstring.
+        conf[f"{p}.jdbc.init-catalog-tables"] = "false"
         if settings.catalog_user:
             conf[f"{p}.jdbc.user"] = settings.catalog_user
         if settings.catalog_password:
@@ -94,6 +93,56 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
     for k, v in settings.catalog_properties.items():
         conf[f"{p}.{k}"] = v
     return conf
+
+
+def jdbc_catalog_properties(settings: Settings) -> dict[str, str]:
+    """Iceberg ``JdbcCatalog`` properties of the lake's JDBC catalog (Spark's and the one
+    :func:`prepare_catalog` runs), besides uri/warehouse/credentials.
+
+    * ``jdbc.schema-version=V1``: the layout pyiceberg's SqlCatalog reads and writes too.
+    * On SQLite, ``clients=1``: one connection per JVM.  SQLite has one writer at a time
+      anyway, so a pool of several connections in one process only adds lock contention
+      between them (a commit on one connection waits for the read lock another holds); with
+      one, the JVM's commits queue in the pool and only other processes meet the file lock,
+      for which ``busy_timeout`` waits.
+    """
+    props = {"jdbc.schema-version": "V1"}
+    if settings.jdbc_uri.startswith("jdbc:sqlite:"):
+        props["clients"] = "1"
+        props["jdbc.busy_timeout"] = "60000"  # other processes' commits: wait, not fail
+    return props
+
+
+def prepare_catalog(spark: Any, settings: Settings) -> None:
+    """Create or upgrade the JDBC catalog's own tables (``iceberg_tables``,
+    ``iceberg_namespace_properties``) with an Iceberg ``JdbcCatalog`` that is closed at
+    once; Spark's catalog is configured not to do it (``jdbc.init-catalog-tables=false``).
+
+    Why: Iceberg's ``JdbcCatalog.initialize`` on a catalog whose tables exist leaves a read
+    lock (SQLite SHARED) held by one of its pooled connections for as long as the catalog
+    lives (Iceberg 1.10.2 with sqlite-jdbc 3.40; seen with a second JDBC connection that can
+    no longer write after ``initialize`` and can once the catalog is closed).  In Spark's
+    catalog that is the whole session: every commit through the pool's other connection then
+    waits for an exclusive lock it can never get, until busy_timeout says SQLITE_BUSY.  A
+    fresh catalog does not take that path, which is why the first load into a new lake
+    worked and a rerun into an existing one (after a kill, say) hung and failed."""
+    if settings.catalog_type != "jdbc":
+        return
+    jvm = spark._jvm
+    props = jvm.java.util.HashMap()
+    for k, v in {"uri": settings.jdbc_uri, "warehouse": settings.warehouse_resolved,
+                 **jdbc_catalog_properties(settings), **settings.catalog_properties}.items():
+        props.put(k, v)
+    if settings.catalog_user:
+        props.put("jdbc.user", settings.catalog_user)
+    if settings.catalog_password:
+        props.put("jdbc.password", settings.catalog_password)
+    catalog = jvm.org.apache.iceberg.jdbc.JdbcCatalog()
+    catalog.setConf(spark._jsc.hadoopConfiguration())
+    try:
+        catalog.initialize(settings.catalog_name, props)
+    finally:
+        catalog.close()
 
 
 def driver_java_options(settings: Settings, jars: list[str], lib: str = "",
@@ -162,6 +211,7 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
         b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    prepare_catalog(spark, settings)
     return spark
 
 
