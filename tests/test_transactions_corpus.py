@@ -22,6 +22,7 @@ from .corpus import CORPUS, corpus_files, require_corpus
 
 RECOVERY = "mysql-8.0/std_data/binlog_recovery/"
 
+DAMAGED = {F.CHECKSUM_MISMATCH, F.DAMAGED_TRANSACTION}
 # file -> the error-severity finding kinds the transaction pass must give (from the name)
 EXPECTED = {
     "ddl_in_transaction": {F.INVALID_TRANSITION},  # a GTID inside an open transaction
@@ -32,15 +33,16 @@ EXPECTED = {
     "orphan_xa_prepare": {F.INVALID_TRANSITION},  # XA_prepare with no XA START
     "orphan_xa_commit": {F.INVALID_TRANSITION},  # and an XA COMMIT without PREPARE (warning)
     "orphan_xa_rollback": {F.INVALID_TRANSITION},
-    "duplicate_xid_xa_prepare": {F.XA_DUPLICATE_PREPARE},
-    # duplicate Xid values and edited bytes are the stream checks' business (test_checks)
-    "duplicate_xid": set(),
-    "duplicate_xid_ddl": set(),
+    # an event edited without a CRC update: its transaction is not built (damaged), and the
+    # duplicate values the edits made are the stream checks' business (test_checks)
+    "duplicate_xid_xa_prepare": DAMAGED,  # the second XA_PREPARE
+    "duplicate_xid": DAMAGED,  # the second Xid
+    "duplicate_xid_ddl": DAMAGED,  # the DDL Query
     # an XA COMMIT / ROLLBACK of an XID already committed in this file and not prepared again
     "duplicate_xid_xa_commit": {F.DUPLICATE_XID},
     "duplicate_xid_xa_rollback": {F.DUPLICATE_XID},
-    "malformed_xid_xa_commit": set(),
-    "malformed_xid_xa_rollback": set(),
+    "malformed_xid_xa_commit": DAMAGED,  # the XA COMMIT Query
+    "malformed_xid_xa_rollback": DAMAGED,  # the XA ROLLBACK Query
 }
 EXPECTED_WARNINGS = {
     "orphan_xa_commit": {F.XA_ORPHAN_COMMIT},

@@ -82,6 +82,7 @@ def _pending_in(path: str | None) -> list:
 
 def cmd_transactions(args: argparse.Namespace) -> int:
     from ..binlog.render import dumps
+    from ..txn import findings as F
     from ..txn.build import TransactionStream
     from ..txn.findings import ERROR
     from ..txn.spill import SPILL_BYTES, SPILL_ROWS, SpilledChanges
@@ -122,11 +123,12 @@ def cmd_transactions(args: argparse.Namespace) -> int:
             fh.write(dump_pending(stream.pending))
     failed = False
     for info in stream.files:
-        if info.error is not None:
+        for err in info.errors:  # a damaged event, a framing error: the file failed
             failed = True
-            print(f"binlake: error: {info.error}", file=sys.stderr)
+            print(f"binlake: error: {err}", file=sys.stderr)
     for f in stream.findings:
-        if f.severity == ERROR and f.kind not in ("truncated", "decode_error"):
+        if f.severity == ERROR and f.kind not in (F.TRUNCATED, F.DECODE_ERROR,
+                                                  F.CHECKSUM_MISMATCH):
             print(f"binlake: finding: {f}", file=sys.stderr)
     return 1 if failed else 0
 

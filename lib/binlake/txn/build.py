@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..binlog.constants import EventType as E
-from ..binlog.errors import BinlogError, TruncatedError
+from ..binlog.errors import BinlogError, ChecksumError, TruncatedError
 from ..binlog.event import Event
 from ..binlog.events.rows import ROWS_EVENTS, op_of
 from ..binlog.reader import BinlogReader
@@ -84,8 +84,8 @@ MARIADB_COMPLETED_XA = 0x80
 class _Group:
     """An open event group."""
 
-    __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "context", "contexts", "file",
-                 "gtid", "held", "implicit", "mariadb_flags", "pos", "savepoints", "seq",
+    __slots__ = ("begun", "by_gtid", "changes", "commit_ts_us", "context", "contexts", "damage",
+                 "file", "gtid", "held", "implicit", "mariadb_flags", "pos", "savepoints", "seq",
                  "server_id", "spill", "statement", "statement_pidx", "statement_pos",
                  "statements", "tables", "xa_xid")
 
@@ -116,6 +116,7 @@ class _Group:
         # statement, and one such dict (with the statement's db) per statement
         self.context: dict[str, Any] = {}
         self.contexts: list[dict[str, Any]] = []
+        self.damage: BinlogError | None = None  # the first damaged event of the group
 
 
 @dataclass
@@ -145,11 +146,20 @@ class FileInfo:
     first_gtid: str | None = None
     last_gtid: str | None = None
     ends_with: str | None = None  # ROTATE / STOP / None
-    error: BinlogError | None = None
+    error: BinlogError | None = None  # the framing error that ended the file
+    # the events the reader marked damaged (a CRC32 mismatch, a body its decoder rejected):
+    # the file failed too, and their transactions were not built
+    damaged: list[BinlogError] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[BinlogError]:
+        """Everything that failed the file, in file order (empty: it was read whole)."""
+        return [*self.damaged, *([self.error] if self.error is not None else [])]
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "error"}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("error", "damaged")}
         d["error"] = self.error.to_dict() if self.error else None
+        d["damaged"] = [e.to_dict() for e in self.damaged]
         return d
 
 
@@ -198,6 +208,11 @@ class GroupBuilder:
         self._last_bad: tuple[str, int, Boundary, Boundary] | None = None
         self._bad_count = 0
         self.old_server = False  # the FDE is from MySQL < 5.5 (see _classify)
+        # groups with a damaged event (ev.error: a CRC32 mismatch, a body its decoder
+        # rejected): never yielded, since their changes may be missing or wrong; and the
+        # XIDs of damaged XA PREPARE groups, whose COMMIT/ROLLBACK is withheld too
+        self.damaged: list[Transaction | XaMarker] = []
+        self._damaged_xids: dict[XaXid, Part] = {}
 
     # -- files ----------------------------------------------------------------------------
 
@@ -272,8 +287,12 @@ class GroupBuilder:
         return Boundary.SELF_CONTAINED  # Unknown_log_event and friends (WL#4162: SELF)
 
     def feed(self, ev: Event) -> Iterator[Transaction | XaMarker]:
+        """The transactions and XA markers ``ev`` decides.  A group holding an event the
+        reader marked damaged (``ev.error``) is not yielded: it goes to ``damaged`` with a
+        DAMAGED_TRANSACTION finding (an event that cannot be trusted may have lost rows)."""
         b = self._classify(ev)
         if b == Boundary.IGNORE:
+            self._damage(ev)
             return
         bad = self.parser.feed(b)
         if bad is not None:
@@ -290,17 +309,56 @@ class GroupBuilder:
             g.by_gtid = ev.type_code in GTID_EVENTS
             g.implicit = ev.type_code == E.TABLE_MAP
             g.begun = g.implicit
+            self._damage(ev)
             yield from self._inside(ev)
         elif b == Boundary.INSIDE:
+            self._damage(ev)
             yield from self._inside(ev)
         elif b == Boundary.END:
+            self._damage(ev)
             if ev.type_code in ROWS_EVENTS:  # the last rows event of an implicit group
                 yield from self._inside(ev)
-            yield from self._end(ev)
+            yield from self._trusted(self.group, self._end(ev))
         elif b == Boundary.SELF_CONTAINED and ev.type_code in STATEMENT_EVENTS:
             g = _Group(self.file, self.seq, ev.pos, ev.server_id)
             self.group = g
-            yield from self._end(ev)
+            self._damage(ev)
+            yield from self._trusted(g, self._end(ev))
+
+    def _damage(self, ev: Event) -> None:
+        g = self.group
+        if ev.error is not None and g is not None and g.damage is None:
+            g.damage = ev.error
+
+    def _trusted(self, g: _Group | None, items: Iterator[Transaction | XaMarker]
+                 ) -> Iterator[Transaction | XaMarker]:
+        """``items`` (what group ``g`` decides), less what a damaged event spoils."""
+        for item in items:
+            err = g.damage if g is not None else None
+            prep = self._damaged_xids.get(item.xid) if isinstance(item, XaMarker) else None
+            if err is None and prep is None:
+                yield item
+                continue
+            self.damaged.append(item)
+            if isinstance(item, Transaction) and isinstance(item.changes, SpilledChanges):
+                item.changes.close()  # (its temporary file)
+            part = item.part
+            if err is not None:
+                if isinstance(item, Transaction) and item.status == XA_PREPARED \
+                        and item.xa_xid is not None:
+                    self._damaged_xids[item.xa_xid] = part
+                where = f"byte {err.offset}" if err.offset is not None else "an event"
+                message = (f"transaction at {part.begin_pos} not built: its event at {where} "
+                           f"is damaged ({err.message})")
+                detail: dict[str, Any] = {"event_pos": err.offset, "error": err.kind}
+            else:
+                assert prep is not None and isinstance(item, XaMarker)
+                message = (f"XA {'COMMIT' if item.commit else 'ROLLBACK'} of {item.xid} not "
+                           f"applied: its PREPARE at {prep.file}:{prep.begin_pos} is damaged")
+                detail = {"prepare_file": prep.file, "prepare_pos": prep.begin_pos}
+            self.findings.append(Finding(F.DAMAGED_TRANSACTION, F.ERROR, part.file,
+                                         part.begin_pos, {"end_pos": part.end_pos, **detail},
+                                         message))
 
     def _invalid(self, ev: Event, bad: tuple[Boundary, Boundary]) -> None:
         # Collapse a run of identical invalid transitions (e.g. every event of a transaction
@@ -622,6 +680,12 @@ class TransactionStream:
                         self.last_timestamp = ev.timestamp
                     if checker is not None:
                         checker.event(ev)
+                    if ev.error is not None:  # (the builder withholds its transaction)
+                        info.damaged.append(ev.error)
+                        self.findings.append(Finding(
+                            F.CHECKSUM_MISMATCH if isinstance(ev.error, ChecksumError)
+                            else F.DECODE_ERROR, F.ERROR, f.name, ev.pos, ev.error.to_dict(),
+                            str(ev.error)))
                     for item in b.feed(ev):
                         txn = self._decide(item)
                         if txn is not None:

@@ -34,6 +34,8 @@ XA_DUPLICATE_PREPARE = "xa_duplicate_prepare"  # an XID prepared again while pen
 XA_PENDING_TOO_LONG = "xa_pending_too_long"
 DUPLICATE_XID = "duplicate_xid"  # the same Xid value ending two groups of one file
 UNKNOWN_TABLE_ENGINE = "unknown_table_engine"
+# a group holding a damaged event (bad CRC32, undecodable body): not built, never output
+DAMAGED_TRANSACTION = "damaged_transaction"
 
 
 @dataclass(frozen=True)
