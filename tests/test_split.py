@@ -40,6 +40,8 @@ from binlake.binlog.errors import BinlogError
 from binlake.binlog.event import Event
 from binlake.binlog.reader import BinlogReader
 from binlake.binlog.rowchanges import iter_row_changes
+from binlake.txn import scan as scan_mod
+from binlake.txn import scaninput
 from binlake.txn import split as split_mod
 from binlake.txn.split import ByteRange, ScanStats, split_file, transaction_starts
 
@@ -298,8 +300,8 @@ def test_fast_path_examines_only_gtid_events(rel: str, monkeypatch: pytest.Monke
     assert stats.gtids == len(gtids) and stats.jumps == len(gtids)
     only_gtids_and_between(stats.examined, whole)
     # With no read-ahead and no reading through short gaps, it reads nothing else either.
-    monkeypatch.setattr(split_mod, "JUMP_READ", 0)
-    monkeypatch.setattr(split_mod, "READ_THROUGH", 0)
+    monkeypatch.setattr(scan_mod, "JUMP_READ", 0)
+    monkeypatch.setattr(scaninput, "READ_THROUGH", 0)
     exact = ScanStats(record=True)
     assert list(transaction_starts(uri, stats=exact)) == starts
     only_gtids_and_between(exact.reads, whole)
@@ -309,14 +311,14 @@ def test_fast_path_examines_only_gtid_events(rel: str, monkeypatch: pytest.Monke
     assert exact.bytes_skipped >= inside and exact.bytes_read_through == 0
     # The same split points as the header scan, and as the GTID events themselves.
     assert starts == gtid_positions(whole)
-    monkeypatch.setattr(split_mod, "USE_TRANSACTION_LENGTH", False)
+    monkeypatch.setattr(scan_mod, "USE_TRANSACTION_LENGTH", False)
     slow = ScanStats()
     assert list(transaction_starts(uri, stats=slow)) == starts
     assert slow.jumps == 0 and not slow.fast_path
     # Ranges from either scan are the same (the fast path does not count the events it
     # jumped over).
     scanned = split_file(uri, target_bytes=1, min_bytes=0)
-    monkeypatch.setattr(split_mod, "USE_TRANSACTION_LENGTH", True)
+    monkeypatch.setattr(scan_mod, "USE_TRANSACTION_LENGTH", True)
     fast = split_file(uri, target_bytes=1, min_bytes=0)
     assert [(r.start, r.end, r.transactions) for r in fast] == [
         (r.start, r.end, r.transactions) for r in scanned]
@@ -412,8 +414,8 @@ def test_edited_transaction_length_still_splits_correctly(tmp_path: Path, edit: 
 def test_fast_path_seeks_over_the_transaction_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without read-ahead the fast path reads one GTID event per transaction (in two reads:
     header, rest) and seeks over everything else."""
-    monkeypatch.setattr(split_mod, "JUMP_READ", 0)
-    monkeypatch.setattr(split_mod, "READ_THROUGH", 0)
+    monkeypatch.setattr(scan_mod, "JUMP_READ", 0)
+    monkeypatch.setattr(scaninput, "READ_THROUGH", 0)
     uri = cpath(MYSQL8_BIGGER)
     whole = decode(uri)
     gtid_bytes = sum(ev.length for ev in whole.events if ev.type_code in MYSQL_GTID_TYPES)
@@ -544,7 +546,7 @@ def test_compressed_copy_splits_like_the_plain_file(tmp_path: Path, rel: str,
 
 def test_compressed_long_transactions_are_walked(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(split_mod, "RETAIN_MAX", 100)  # no transaction fits: walk them all
+    monkeypatch.setattr(scan_mod, "RETAIN_MAX", 100)  # no transaction fits: walk them all
     copy = tmp_path / "binlog.000001.zst"
     copy.write_bytes(CODECS["zstd"][1](Path(cpath(MYSQL8)).read_bytes()))
     stats = ScanStats()
@@ -572,8 +574,9 @@ def s3_endpoint() -> Iterator[str]:
 def test_s3_object_splits_like_the_local_file(s3_endpoint: str, rel: str, reopen: bool,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     if reopen:  # small reads, and every jump re-opens the object at the landing point
-        monkeypatch.setattr(split_mod, "S3_REOPEN_GAP", 0)
-        monkeypatch.setattr(split_mod, "CHUNK", 64)
+        for mod in (scaninput, scan_mod):  # txn.scan imports both by name
+            monkeypatch.setattr(mod, "S3_REOPEN_GAP", 0)
+            monkeypatch.setattr(mod, "CHUNK", 64)
     uri = f"s3://{BUCKET}/{Path(rel).name}"
     target = 60_000 if rel == MARIADB_BIG else 3000
     local = split_file(cpath(rel), target_bytes=target, min_bytes=0)
