@@ -25,7 +25,7 @@ LONG_OK = ("binlake.binlog.charsets", "binlake.lake.")
 def modules() -> dict[str, Path]:
     out = {}
     for f in LIB.rglob("*.py"):
-        parts = ("binlake",) + f.relative_to(LIB).with_suffix("").parts
+        parts = ("binlake", *f.relative_to(LIB).with_suffix("").parts)
         out[".".join(parts).removesuffix(".__init__")] = f
     return out
 

@@ -7,7 +7,8 @@ binlake.binlog.reader import BinlogReader``), :class:`~binlake.binlog.event.Even
 
 Modules, bottom up: ``constants`` and ``errors``; ``packed`` (little-endian ints, packed
 lengths, bitmaps); ``values`` and ``charsets`` (MySQL column values, character sets);
-``mysql_json`` and ``partial`` (binary JSON, partial JSON updates); ``fde`` (the
+``json_binary``, ``json_diff`` and ``partial`` (binary JSON, JSON diffs, partial JSON
+updates; ``mysql_json`` re-exports the first two); ``fde`` (the
 Format_description event: header lengths, checksums); ``columns`` (a table's column model) and
 ``tablemap`` (the Table_map event); ``rowcodec`` (row readers compiled per table layout);
 ``context`` (what the event decoders of one file share); ``events/`` (one decoder module per
