@@ -1446,43 +1446,6 @@ def test_record_integers_out_of_range_are_null() -> None:
         None, 9223372036854775807, -9223372036854775808]
 
 
-def test_retry_busy_runs_a_refused_commit_again() -> None:
-    """Typed tables are filled in threads; a commit SQLite refuses (SQLITE_BUSY) is run
-    again, any other error is not."""
-    from binlake.lake.tables import retry_busy
-
-    calls: list[int] = []
-
-    def busy_twice() -> str:
-        calls.append(1)
-        if len(calls) <= 2:
-            raise RuntimeError("org.sqlite.SQLiteException: [SQLITE_BUSY] The database file "
-                               "is locked (database is locked)")
-        return "committed"
-
-    assert retry_busy(busy_twice, wait=0) == "committed" and len(calls) == 3
-
-    other: list[int] = []
-
-    def broken() -> None:
-        other.append(1)
-        raise ValueError("no such column: x")
-
-    with pytest.raises(ValueError):
-        retry_busy(broken, wait=0)
-    assert len(other) == 1
-
-    always: list[int] = []
-
-    def locked() -> None:
-        always.append(1)
-        raise RuntimeError("database is locked")
-
-    with pytest.raises(RuntimeError):
-        retry_busy(locked, attempts=3, wait=0)
-    assert len(always) == 3
-
-
 @dataclass
 class EngineFiles:
     first: Path  # CREATE TABLE eng.i ENGINE=InnoDB, eng.m ENGINE=MyISAM

@@ -210,3 +210,40 @@ def test_the_dags_load_waits_for_a_load_by_hand(tmp_path: Path) -> None:
     assert float(env["BINLAKE_LOCK_WAIT"]) == 5
     assert load_settings(env={"BINLAKE_HOME": str(tmp_path), **env}).lock_wait == 5
 
+
+
+def test_killed_holders_notes_reach_the_next_load(tmp_path: Path) -> None:
+    """A holder clears its note when it ends cleanly; a killed one (or one that failed
+    halfway) leaves it, and the next holder gets every such note (a load killed while it
+    cleaned up after another leaves both), then only its own note is in the file."""
+    from binlake.lake.orphans import DeadRun
+
+    s = settings(tmp_path)
+    seen: list[list[str]] = []
+    with load_lock(s, "clean-run", killed=seen.append):
+        pass
+    assert seen == [] and lock_path(s).read_text() == ""
+
+    for _ in range(2):  # two holders killed in a row
+        p = hold(tmp_path)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    with pytest.raises(RuntimeError), load_lock(s, "failing-run", killed=seen.append):
+        raise RuntimeError("a load that fails halfway")
+    # the second killed holder took no note of the first (it had no cleanup): both reach
+    # the next load that cleans up
+    assert len(seen) == 1 and [DeadRun.parse(n).run_id for n in seen[0]] == ["other-run"] * 2
+    with load_lock(s, "next", killed=seen.append) as path:
+        assert [DeadRun.parse(n).run_id for n in seen[-1]] == ["failing-run"]
+        assert "run next," in path.read_text() and "run failing-run" not in path.read_text()
+    assert lock_path(s).read_text() == ""
+
+
+def test_dead_run_note_parsed() -> None:
+    from binlake.lake.orphans import DeadRun
+
+    d = DeadRun.parse("pid 12 on host-a, run 20261126T075500Z-210ccf, source db 1, "
+                      "since 2026-11-26T07:55:00Z")
+    assert d is not None and d.run_id == "20261126T075500Z-210ccf" and d.source == "db 1"
+    assert d.since == 1795679700.0
+    assert DeadRun.parse("garbage") is None

@@ -18,7 +18,7 @@ def table_out(spark: Any, name: str) -> X.TableOut:
     from pyiceberg.io.pyarrow import schema_to_pyarrow
     from pyiceberg.schema import Schema
 
-    jtable = _java_table(spark, name)
+    jtable = java_table(spark, name)
     jschema = jtable.schema()
     schema = Schema.model_validate_json(
         spark._jvm.org.apache.iceberg.SchemaParser.toJson(jschema))
@@ -33,7 +33,7 @@ def table_out(spark: Any, name: str) -> X.TableOut:
     return X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
 
 
-def _java_table(spark: Any, name: str) -> Any:
+def java_table(spark: Any, name: str) -> Any:
     """The Iceberg Java ``Table`` behind a Spark table name (fresh from the catalog)."""
     spark.sql(f"REFRESH TABLE {name}")
     return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
@@ -51,7 +51,7 @@ def add_data_files(spark: Any, settings: Settings, table: str,
     jvm = spark._jvm
     ice = jvm.org.apache.iceberg
     name = table if "." in table else settings.table(table)  # a full name: as is
-    jtable = _java_table(spark, name)
+    jtable = java_table(spark, name)
     spec = jtable.spec()
     metrics_config = ice.MetricsConfig.forTable(jtable)
     io = jtable.io()

@@ -40,7 +40,8 @@ from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
 from .commit import add_data_files, remove_files, table_out
-from .lock import load_lock
+from .lock import load_lock, lock_is_global
+from .orphans import DeadRun, remove_orphans
 from .tables import (
     FILES,
     ROW_CHANGES,
@@ -197,10 +198,33 @@ def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
     t0 = time.time()
     run_id = run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     summary = LoadSummary(run_id, settings.source, branch=branch)
-    with load_lock(settings, run_id), on_branch(spark, branch):
+    cleanup = partial(_after_killed, spark, settings, run_id, summary)
+    with load_lock(settings, run_id, killed=cleanup), on_branch(spark, branch):
         _run_load(spark, settings, list(sources), run_id, summary, reload)
     summary.seconds = time.time() - t0
     return summary
+
+
+def _after_killed(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
+                  notes: list[str]) -> None:
+    """The loads before this one that did not finish (their lock notes): their uncommitted
+    data files go (:mod:`binlake.lake.orphans`); their files are loaded again by this run
+    where given, as by any run (a file is marked loaded only once all of it is in)."""
+    stage = _stage_root(settings, run_id)
+    started = time.time()  # the lock is ours since just now: nothing of this run is written
+    for note in notes:
+        dead = DeadRun.parse(note)
+        if dead is None:
+            continue
+        removed = remove_orphans(spark, settings, dead, started,
+                                 global_lock=lock_is_global(settings),
+                                 staging=None if stage is None else os.path.dirname(stage))
+        summary.findings.append({
+            "kind": "killed_run_cleaned", "severity": "warning", "file": None, "pos": None,
+            "source": settings.source,
+            "message": f"an earlier load (run {dead.run_id}, source {dead.source}) did not "
+                       f"finish; {len(removed)} data file(s) it wrote and never committed "
+                       "were removed"})
 
 
 @contextmanager
@@ -585,8 +609,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                          # (file, pos) is unique: a statement is in one range, emitted once
                          (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
                          (XA_PREPARES, f"prepare_seq IN ({in_seqs})")):
-        # One table after the other: two commits at once can fail on SQLite's lock
-        # (SQLITE_BUSY under spark-submit, busy_timeout or not).
+        # One table after the other (each a delete and an append).
         if table == TRANSACTIONS and late:
             # XA decisions stored without their PREPARE, decided in this run (a backfill)
             where += " OR (kind = 'xa' AND prepare_file IS NULL AND (" + " OR ".join(

@@ -12,8 +12,10 @@ exclusive ``flock`` on a lock file for its whole run:
 
 A load that finds the lock held waits up to ``lock_wait`` seconds (0 by default: it stops
 at once) for it.  The kernel drops the lock when its holder exits, killed or not: a dead
-load leaves nothing to clean up.  The file names the holder (pid, host, run id, since when) for the error the
-next load gives.
+load leaves no lock behind.  The file names the holder (pid, host, run id, since when) for the
+error the next load gives; the holder clears it when it ends, so a note found by the next
+holder is a killed load's, whose uncommitted data files that load then removes
+(:mod:`binlake.lake.orphans`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,11 +45,15 @@ class LoadLockedError(RuntimeError):
 
 
 def lock_path(settings: Settings) -> Path:
-    uri = settings.sqlalchemy_uri
-    if uri.startswith("sqlite:///"):
-        return Path(uri[len("sqlite:///"):] + ".load.lock")
+    if lock_is_global(settings):
+        return Path(settings.sqlalchemy_uri[len("sqlite:///"):] + ".load.lock")
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", settings.source)
     return settings.home_path / "locks" / f"load-{safe}.lock"
+
+
+def lock_is_global(settings: Settings) -> bool:
+    """One lock for the whole lake (the SQLite catalog), not one per source."""
+    return settings.sqlalchemy_uri.startswith("sqlite:///")
 
 
 log = logging.getLogger(__name__)
@@ -64,7 +70,7 @@ def _take(fd: int, path: Path, mode: int, wait: float) -> None:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return
         except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
+            holder = next(reversed(_read(fd)), "")  # the holder's note is the last line
             left = deadline - time.monotonic()
             if left <= 0:
                 raise LoadLockedError(path, holder) from None
@@ -75,23 +81,46 @@ def _take(fd: int, path: Path, mode: int, wait: float) -> None:
             time.sleep(min(POLL, left))
 
 
+def _read(fd: int) -> list[str]:
+    """The notes in the lock file, one a line (see :func:`load_lock`)."""
+    size = os.fstat(fd).st_size
+    text = os.pread(fd, size, 0).decode("utf-8", "replace") if size else ""
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _write(fd: int, notes: list[str]) -> None:
+    os.ftruncate(fd, 0)
+    if notes:
+        os.pwrite(fd, "".join(n + "\n" for n in notes).encode(), 0)
+
+
 @contextmanager
-def load_lock(settings: Settings, run_id: str) -> Iterator[Path]:
+def load_lock(settings: Settings, run_id: str,
+              killed: Callable[[list[str]], None] | None = None) -> Iterator[Path]:
     """Hold the lake's load lock (see the module).  While another process holds it, wait
-    up to ``settings.lock_wait`` seconds, then raise :class:`LoadLockedError`."""
+    up to ``settings.lock_wait`` seconds, then raise :class:`LoadLockedError`.
+
+    The holder's note (pid, host, run id, source, since when) is the lock file's last line; a
+    load that ends cleanly clears the file.  Notes found there when the lock is taken are of
+    loads that did not end so (killed, or failed halfway): ``killed`` gets them, before this
+    load writes anything, to clean up after them.  They stay in the file until ``killed``
+    returns, so a load killed while cleaning up leaves them to the next."""
     path = lock_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         _take(fd, path, fcntl.LOCK_EX, settings.lock_wait)
+        dead = _read(fd)
         note = (f"pid {os.getpid()} on {socket.gethostname()}, run {run_id}, source "
                 f"{settings.source}, since {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, note.encode() + b"\n", 0)
-        try:
-            yield path
-        finally:
-            os.ftruncate(fd, 0)
+        _write(fd, [*dead, note])
+        if dead and killed is not None:
+            killed(dead)
+            _write(fd, [note])
+        yield path
+        # only a load that ended cleanly clears its note: one that failed halfway may have
+        # left data files as a killed one does
+        _write(fd, [])
     finally:
         os.close(fd)  # releases the lock
 

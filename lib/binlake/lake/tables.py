@@ -7,9 +7,7 @@ xa_prepares, (source, file) in files; loads insert what is missing and never dup
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from ..config import Settings
 
@@ -111,24 +109,3 @@ def delete_where(spark: Any, table: str, condition: str) -> bool:
         return False
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
     return True
-
-
-R = TypeVar("R")
-BUSY = ("SQLITE_BUSY", "database is locked")
-
-
-def retry_busy(write: Callable[[], R], attempts: int = 5, wait: float = 0.5) -> R:
-    """Run ``write`` again when it failed on a SQLite catalog's lock (``SQLITE_BUSY``: two
-    commits at once from the driver's threads; SQLite can refuse one at once instead of
-    waiting, whatever the busy timeout).  A refused commit did not happen, but the error could
-    also come after one that did, so ``write`` must give the same table whether it runs once
-    or twice: a MERGE with an order guard, a property, a delete together with the append it
-    precedes.  Any other error, or the last attempt's, propagates."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return write()
-        except Exception as exc:  # Py4JJavaError / AnalysisException wrapping the JDBC error
-            if attempt == attempts or not any(b in str(exc) for b in BUSY):
-                raise
-            time.sleep(wait * attempt)
-    raise AssertionError("unreachable")

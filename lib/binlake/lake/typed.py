@@ -176,7 +176,7 @@ from ..binlog.columns import Column, _resolve_meta, type_name
 from ..binlog.constants import ColumnType as T
 from ..binlog.rowcodec import column_codec
 from ..config import Settings
-from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots, retry_busy
+from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots
 from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
 LAYOUTS = "typed_layouts"
@@ -580,8 +580,7 @@ def _prepare_all(spark: Any, settings: Settings, tables_seen: list[dict[str, Any
                  run_id: str, seqs: list[int] | None) -> list[_TableJob]:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     layouts = _sync_layouts(spark, settings, tables_seen, run_id)
-    # Schemas first, one table after the other: creating or altering tables is a catalog
-    # write, and two at once can fail on SQLite's lock (SQLITE_BUSY, no retry).
+    # Schemas first, one table after the other (each a catalog write).
     jobs = []
     for key in sorted(layouts):
         t0 = time.time()
@@ -982,9 +981,8 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
           rep: dict[str, Any], stats: dict[str, Any] | None = None,
           write_changelog: Any = None, mirror_new: bool = False, fold: Any = None) -> None:
     """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
-    mirror.  Tables are filled in threads, so their commits can meet on a SQLite catalog's
-    lock: each write is retried then (:func:`retry_busy`), and is one that can run again
-    (the changelog's delete and append together; the MERGE's order guard; a property).
+    mirror.  Tables are filled in threads; their commits queue for the catalog's connection
+    (one per JVM on SQLite: see :func:`binlake.lake.spark.jdbc_catalog_properties`).
     ``fold(blocked)``, when given, applies the delta to the mirror in place of
     :func:`_merge_mirror` (see :func:`_fold_fast`)."""
     from pyspark.sql import functions as F
@@ -1027,7 +1025,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
                 F.lit(settings.source).alias("_source"), "_absent").select(
                 *[F.col(q(c)) for c in cols]).writeTo(cl).append()
 
-    retry_busy(changelog)
+    changelog()
     rep["changelog_rows"] = int(stats["cl"] or 0)
     step("changelog")
     if not pk_slots or not stats["delta"]:
@@ -1046,19 +1044,17 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         n = stats["todo"]
     if n and fold is not None:
         blocked = tuple(stats["blocked"]) if stats["blocked"] is not None else None
-        retry_busy(lambda: fold(blocked))
+        fold(blocked)
         rep["mirror_fold"] = "executor"
     elif n:
         rep["mirror_fold"] = "spark"
-        retry_busy(lambda: _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"),
-                                         mirror, plan, pk_slots, bool(stats["partial"]),
-                                         mirror_new))
+        _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"), mirror, plan,
+                      pk_slots, bool(stats["partial"]), mirror_new)
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
-        retry_busy(lambda: spark.sql(
-            f"ALTER TABLE {mirror} SET TBLPROPERTIES "
-            f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')"))
+        spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
+                  f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
         step("watermark")
 
 

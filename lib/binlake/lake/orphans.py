@@ -1,0 +1,148 @@
+"""Data files a killed load left behind: found and removed by the next load.
+
+A load writes data files first (the executors' Parquet files, Spark's own for MERGE and
+DELETE) and commits them afterwards; killed in between, its files are in the tables' data
+directories but in no snapshot.  Nothing reads them, but they take space.
+
+The next load of the same lake finds out that one was killed from the load lock
+(:mod:`binlake.lake.lock`): a load writes its note (run id, source, since when) into the lock
+file and clears it when it ends, killed or not -- a note still there when the lock is taken
+again is a dead run's.  That load then lists the data directories of the tables loads write
+(the record tables, ``changelog__*`` and ``mirror__*``) and deletes every file that
+
+* no snapshot of the table references (``all_data_files`` and ``all_delete_files``: every
+  snapshot of every branch, so a run written on a branch and not published yet keeps its
+  files), and
+* was written while the dead run could write: at or after its start and before this load
+  took the lock; and
+* is the dead run's for certain: with the SQLite catalog the lock is one per lake, so no
+  other load wrote then; with any other catalog the lock is per source, so only the files
+  whose name carries the dead run's id (the executors' files) qualify, and Spark's own files
+  of that time only when older than :data:`ORPHAN_AGE`, when no live load can still be
+  writing them.
+
+Tables with no file of that time are not asked for their file lists: after a kill, the
+cost is one directory listing per table and two metadata queries per table the dead run
+wrote into.  A load that was not preceded by a killed one does none of this.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Settings
+from .tables import DDL
+
+log = logging.getLogger(__name__)
+
+ORPHAN_AGE = 3 * 86400.0  # Iceberg's own default for remove_orphan_files
+SLACK = 5.0  # seconds: file times and the note's time come from different clocks
+LOADED_TABLES = re.compile(r"^(changelog__|mirror__)")
+
+
+@dataclass(frozen=True)
+class DeadRun:
+    """What the lock file said of a load that did not finish (see :mod:`.lock`)."""
+
+    run_id: str
+    source: str
+    since: float  # epoch seconds
+
+    @classmethod
+    def parse(cls, note: str) -> DeadRun | None:
+        m = re.search(r"run (\S+), source (.*), since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)",
+                      note)
+        if m is None:
+            return None
+        import calendar
+
+        since = calendar.timegm(time.strptime(m.group(3), "%Y-%m-%dT%H:%M:%SZ"))
+        return cls(m.group(1), m.group(2), float(since))
+
+
+def fs_path(uri: str) -> str:
+    """A data file URI as a path of the pyarrow filesystem :func:`extract.data_filesystem`
+    gives for it (``s3://b/k`` -> ``b/k``, ``file:///p`` or ``file:/p`` -> ``/p``)."""
+    if "://" in uri and not uri.startswith("file:"):
+        return uri.split("://", 1)[1]
+    path = uri[len("file:"):] if uri.startswith("file:") else uri
+    while path.startswith("//"):
+        path = path[1:]
+    return path
+
+
+def _loaded_tables(spark: Any, settings: Settings) -> list[str]:
+    rows = spark.sql(f"SHOW TABLES IN {settings.catalog_name}.{settings.namespace}").collect()
+    return sorted(r["tableName"] for r in rows
+                  if r["tableName"] in DDL or LOADED_TABLES.match(r["tableName"]))
+
+
+def _referenced(spark: Any, table: str) -> set[str]:
+    rows = spark.sql(f"SELECT file_path FROM {table}.all_data_files UNION "
+                     f"SELECT file_path FROM {table}.all_delete_files").collect()
+    return {fs_path(r[0]) for r in rows}
+
+
+def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float,
+                   *, global_lock: bool, staging: str | None = None) -> list[str]:
+    """Delete the data files ``dead`` left (see the module), and its directory of staged
+    mirror deltas under ``staging`` (the parent of the runs' staging directories, named
+    ``<run id>-<random>``); ``started``: when this load took the lock; ``global_lock``: the
+    lock is one per lake (SQLite catalog).  Returns the paths deleted.  Best effort: a file
+    that cannot be listed or deleted stays."""
+    import os
+    import shutil
+
+    import pyarrow.fs as pafs
+
+    from .commit import java_table
+    from .extract import data_filesystem
+
+    removed: list[str] = []
+    if staging is not None and os.path.isdir(staging):
+        for name in os.listdir(staging):
+            if name.startswith(f"{dead.run_id}-"):
+                shutil.rmtree(os.path.join(staging, name), ignore_errors=True)
+                removed.append(os.path.join(staging, name))
+    now = time.time()
+    for name in _loaded_tables(spark, settings):
+        table = settings.table(name)
+        location = java_table(spark, table).location().rstrip("/") + "/data"
+        try:
+            fs, base = data_filesystem(location, settings.s3_endpoint_url)
+            infos = fs.get_file_info(pafs.FileSelector(base, recursive=True,
+                                                       allow_not_found=True))
+        except OSError as exc:
+            log.warning("%s: cannot list %s for a killed run's files: %s", table, location,
+                        exc)
+            continue
+
+        def theirs(info: Any) -> bool:
+            if info.type != pafs.FileType.File or info.mtime is None:
+                return False
+            mtime = info.mtime.timestamp()
+            if not dead.since - SLACK <= mtime < started + SLACK:
+                return False
+            return (global_lock or f"-{dead.run_id}-" in info.base_name
+                    or now - mtime > ORPHAN_AGE)
+
+        candidates = [i for i in infos if theirs(i)]
+        if not candidates:
+            continue
+        referenced = _referenced(spark, table)
+        for info in candidates:
+            if info.path in referenced:
+                continue
+            try:
+                fs.delete_file(info.path)
+                removed.append(info.path)
+            except OSError as exc:
+                log.warning("%s: cannot delete %s: %s", table, info.path, exc)
+    if removed:
+        log.warning("removed %d data file(s) that the killed run %s (source %s) had written "
+                    "and not committed", len(removed), dead.run_id, dead.source)
+    return removed

@@ -1,0 +1,196 @@
+"""A killed load, at any moment, and its rerun give the tables a clean load gives.
+
+Real binlogs of a real MariaDB server (the all-types workload: every column type, FULL
+metadata, so typed changelog and mirror tables; then every transaction scenario: XA across
+rotations, XA ROLLBACK in a later file, a pending XA, mixed InnoDB/MyISAM/Aria, savepoints,
+statement format, DDL) are loaded by ``binlake load`` processes as a user runs them:
+
+* into one lake, once, cleanly (the reference; its duration T sets the kill moments);
+* into another, SIGKILLed (the whole process group: Python driver, JVM, Python workers) at
+  seeded random moments between 10% and 95% of T, each kill hitting a new process that
+  reruns the load, then run to the end.  The seed is printed (``BINLAKE_KILL_SEED`` sets it).
+
+Then every table of both lakes (core, typed changelogs and mirrors) is read with pyiceberg and
+compared cell by cell (``tests/lake_dump.py``: the columns that name the writing run aside);
+the final run must not hang (its time is bounded) and no data file of the killed runs may be
+left unreferenced.  Also a load written on a branch and ``binlake publish`` killed halfway:
+publishing again finishes it, and ``main`` equals the clean load.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .lake_dump import diff_lakes, dump, unreferenced_files
+from .servers import start_server
+from .txn_workloads import run_all
+from .workloads import run_all_types
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyiceberg")
+
+BINLAKE = [sys.executable, "-m", "binlake.cli"]
+KILLS = 3
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> Path:
+    """The closed binlog files of the two workloads."""
+    srv = start_server(tmp_path_factory.mktemp("kill-srv"), mariadb_template)
+    out = tmp_path_factory.mktemp("kill-binlogs")
+    try:
+        first = srv.current_binlog_file()
+        run_all_types(srv)
+        srv.flush_binary_logs()
+        run_all(srv)
+        srv.flush_binary_logs()
+        written = srv.binlog_files()
+        for f in written[written.index(first):-1]:  # the closed ones
+            shutil.copyfile(f, out / f.name)
+    finally:
+        srv.stop(timeout=30)
+    return out
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BINLAKE_")}
+    env["BINLAKE_HOME"] = str(home)
+    return env
+
+
+def run(home: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*BINLAKE, *args], env=_env(home), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def killed_at(home: Path, seconds: float, *args: str) -> str:
+    """Start ``binlake ARGS`` in its own process group and SIGKILL the group after
+    ``seconds``; returns what it had printed on stderr (its last lines)."""
+    proc = subprocess.Popen([*BINLAKE, *args], env=_env(home), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        proc.wait(timeout=seconds)
+        ended = f"ended by itself (exit {proc.returncode}) before the kill"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        ended = "killed"
+    err = proc.stderr.read() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    # the workers of the group die with it; give the kernel a moment to reap them
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    return ended + ": " + " | ".join(err.strip().splitlines()[-2:])
+
+
+@pytest.fixture(scope="module")
+def clean(stream: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, Any]:
+    home = tmp_path_factory.mktemp("lake-clean")
+    t0 = time.monotonic()
+    done = run(home, "load", "--master", "local[2]", str(stream))
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr[-3000:]
+    tables = dump(home)
+    assert any(t.startswith("mirror__") for t in tables) and tables["row_changes"], \
+        "the workload should fill typed tables and row_changes"
+    return home, took, tables
+
+
+def test_killed_load_recovers(stream: Path, clean: tuple[Path, float, Any],
+                              tmp_path: Path) -> None:
+    _, took, want = clean
+    seed = int(os.environ.get("BINLAKE_KILL_SEED") or random.SystemRandom().randrange(10**6))
+    rng = random.Random(seed)
+    moments = [round(took * rng.uniform(0.10, 0.95), 1) for _ in range(KILLS)]
+    print(f"\nkill test: seed {seed}, clean load {took:.1f} s, kills at {moments} s")
+    home = tmp_path / "lake"
+    what = [killed_at(home, m, "load", "--master", "local[2]", str(stream)) for m in moments]
+    t0 = time.monotonic()
+    # never hangs: a rerun that waited on a lock would run into this bound
+    done = run(home, "load", "--master", "local[2]", str(stream), timeout=3 * took + 120)
+    rerun = time.monotonic() - t0
+    print(f"kill test: {what}; rerun {rerun:.1f} s, exit {done.returncode}")
+    assert done.returncode == 0, f"seed {seed}: {done.stderr[-3000:]}"
+    got = dump(home)
+    assert not diff_lakes(want, got), f"seed {seed}, kills at {moments}:\n{diff_lakes(want, got)}"
+    left = unreferenced_files(home)
+    assert not left, f"seed {seed}: {len(left)} data files of killed runs left: {left[:5]}"
+    staged = home / "warehouse" / "_binlake_staging"
+    assert not staged.exists() or not any(staged.iterdir()), list(staged.iterdir())
+    # and once more: nothing to do, nothing changes
+    again = run(home, "load", "--master", "local[2]", str(stream))
+    assert again.returncode == 0 and not diff_lakes(want, dump(home))
+
+
+def _metadata_locations(home: Path) -> dict[str, str]:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{home}/catalog.db?mode=ro", uri=True, timeout=5)
+    try:
+        return dict(con.execute("SELECT table_name, metadata_location FROM iceberg_tables"))
+    finally:
+        con.close()
+
+
+def killed_after_commits(home: Path, commits: int, *args: str, timeout: float = 300) -> str:
+    """Start ``binlake ARGS`` in its own process group and SIGKILL the group as soon as
+    ``commits`` tables have a new metadata location (each commit of a table is one)."""
+    before = _metadata_locations(home)
+    proc = subprocess.Popen([*BINLAKE, *args], env=_env(home), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    changed = 0
+    while proc.poll() is None and time.monotonic() < deadline:
+        now = _metadata_locations(home)
+        changed = sum(1 for k, v in now.items() if before.get(k) != v)
+        if changed >= commits:
+            break
+        time.sleep(0.02)
+    if proc.poll() is not None:
+        return f"ended by itself (exit {proc.returncode}) after {changed} commits"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return f"killed after {changed} commits"
+
+
+def test_killed_publish_recovers(stream: Path, clean: tuple[Path, float, Any],
+                                 tmp_path: Path) -> None:
+    """Publishing fast-forwards main and drops the branch table by table: killed after a
+    seeded random number of those commits, publishing again finishes the rest."""
+    _, _, want = clean
+    home = tmp_path / "lake"
+    done = run(home, "load", "--master", "local[2]", "--branch", "night1", str(stream))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not diff_lakes(want, dump(home, ref="night1"))
+    n = len(_metadata_locations(home))
+    seed = int(os.environ.get("BINLAKE_KILL_SEED") or random.SystemRandom().randrange(10**6))
+    commits = random.Random(seed).randrange(1, n)  # publishing commits at least twice a table
+    what = killed_after_commits(home, commits, "publish", "--master", "local[2]",
+                                "--branch", "night1")
+    print(f"\npublish kill: seed {seed}, {n} tables, kill after {commits} commits: {what}")
+    assert what.startswith("killed"), what
+    half = dump(home, ref="night1")
+    assert half, "the kill came after the branch was dropped everywhere"
+    again = run(home, "publish", "--master", "local[2]", "--branch", "night1")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert not diff_lakes(want, dump(home)), f"seed {seed}:\n{diff_lakes(want, dump(home))}"
+    still = dump(home, ref="night1")
+    assert not still, f"the branch is still on {sorted(still)}"
