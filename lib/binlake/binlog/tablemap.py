@@ -170,7 +170,7 @@ def _str_values(data: bytes) -> list[tuple[str, ...]]:
             need(data, p, ln)
             vals.append(bytes(data[p:p + ln]))
             p += ln
-        out.append(tuple(v.decode("utf-8", "surrogateescape") for v in vals))
+        out.append(tuple(v.decode("utf-8", "backslashreplace") for v in vals))
     return out
 
 
@@ -208,7 +208,8 @@ def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, po
                     break
                 ln, q = packed_len(data, q)
                 need(data, q, ln)
-                c.name = bytes(data[q:q + ln]).decode("utf-8", "surrogateescape")
+                # (as db and table names: undecodable bytes become \xNN escapes)
+                c.name = bytes(data[q:q + ln]).decode("utf-8", "backslashreplace")
                 q += ln
             tm.has_full_metadata = True
         elif ftype in (SET_STR_VALUE, ENUM_STR_VALUE):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, cast
 
-from ..binlog.errors import BinlogError
+from ..binlog.errors import BinlogError, CorruptEventError
 from .common import UsageError, out
 
 
@@ -186,22 +187,39 @@ def cmd_decode(args: argparse.Namespace) -> int:
             if args.rows:
                 items = iter_row_changes(checked(), statement_every_row=args.statement_every_row)
                 for row in items:
-                    buf += dumps(row)
+                    line = _render(dumps, row, f, row.get("pos"), errors)
+                    if line is not None:
+                        buf += line
                     if len(buf) > 1 << 20:
                         stdout.write(buf)
                         buf.clear()
             else:
                 for ev in checked():
-                    buf += dumps(event_dict(ev))
+                    line = _render(dumps, event_dict(ev), f, ev.pos, errors)
+                    if line is not None:
+                        buf += line
                     if len(buf) > 1 << 20:
                         stdout.write(buf)
                         buf.clear()
         except BinlogError as exc:
             errors.append(exc)
-        stdout.write(buf)
-        buf.clear()
+        finally:  # whatever stops the file, what was decoded before it is written
+            stdout.write(buf)
+            buf.clear()
         for err in errors:
             failed = True
             print(f"binlake: error: {err}", file=sys.stderr)
     stdout.flush()
     return 1 if failed else 0
+
+
+def _render(dumps: Any, obj: dict[str, Any], file: str, pos: int | None,
+            errors: list[BinlogError]) -> bytes | None:
+    """One JSON line; an object that cannot be written as JSON is an error located at its
+    event (the events after it are still written)."""
+    try:
+        return cast(bytes, dumps(obj))
+    except (TypeError, ValueError) as exc:
+        errors.append(CorruptEventError(f"cannot write the event as JSON ({exc})", file=file,
+                                        offset=pos))
+        return None
