@@ -129,6 +129,11 @@ class Settings:
         if self.catalog_type not in CATALOG_TYPES:
             raise ConfigError(f"catalog_type: {self.catalog_type!r} is not one of "
                               f"{', '.join(CATALOG_TYPES)}")
+        check_spark_master(self.spark_master)
+        if self.warehouse and self.catalog_type in ("jdbc", "hadoop") \
+                and "://" not in self.warehouse and not self.warehouse.startswith("/"):
+            raise ConfigError(f"warehouse: {self.warehouse!r} is a relative path: give an "
+                              "absolute path or a URI (file:///..., s3://bucket/prefix)")
         if self.spark_class_archive not in ("auto", "off"):
             raise ConfigError(f"spark_class_archive: {self.spark_class_archive!r} is not "
                               "auto or off")
@@ -163,6 +168,8 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
                           f"{', '.join(sorted(_FIELDS))}")
     kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     try:
+        if isinstance(value, bool):  # (a bool is an int to Python, never a setting's value)
+            raise TypeError(f"expected {_KIND_WORDS.get(kind, 'a value')}, not a boolean")
         if kind == "int":
             return int(value)
         if kind == "float":
@@ -178,11 +185,34 @@ def _coerce(key: str, value: Any, origin: str) -> Any:
             if isinstance(value, str):
                 return tuple(p.strip() for p in value.split(",") if p.strip())
             return tuple(str(v) for v in value)
-        if isinstance(value, (dict, list)):
-            raise TypeError("expected a string")
-        return str(value)
+        if isinstance(value, os.PathLike):
+            return os.fspath(value)
+        if not isinstance(value, str):  # TOML `warehouse = 17`: not a path named "17"
+            raise TypeError(f"expected a string (quoted in TOML), not {_type_word(value)}")
+        return value
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{key}: invalid value {value!r} (from {origin}): {exc}") from None
+
+
+_KIND_WORDS = {"int": "an integer", "float": "a number", "str": "a string"}
+
+
+def _type_word(value: Any) -> str:
+    return {int: "an integer", float: "a number", dict: "a table", list: "an array"}.get(
+        type(value), type(value).__name__)
+
+
+# What Spark itself accepts as a master (SparkSubmit: "Master must either be yarn or start
+# with spark, mesos, k8s, or local"), checked before a JVM is started for it.
+_SPARK_MASTER = re.compile(r"^(?:local(?:\[[^\]]+\])?|local-cluster\[[^\]]+\]|yarn|"
+                           r"(?:spark|mesos|k8s)://.+)$")
+
+
+def check_spark_master(value: str, key: str = "spark_master") -> None:
+    """Raise :class:`ConfigError` (naming ``key``) unless ``value`` is a Spark master URL."""
+    if not _SPARK_MASTER.match(value):
+        raise ConfigError(f"{key}: {value!r} is not a Spark master (local, local[N], "
+                          "local[*], spark://HOST:PORT, yarn, k8s://..., mesos://...)")
 
 
 def load_settings(path: str | os.PathLike[str] | None = None,

@@ -90,14 +90,26 @@ class LocalBinlogSource:
                 raise ArchiveError(f"{p}: expected one binlog .index file, found "
                                    f"{[f.name for f in found] or 'none'}; name it instead")
             p = found[0]
+        elif p.exists() and p.suffix != ".index":
+            # (a binlog file itself, say: its bytes are not a list of file names)
+            raise ArchiveError(f"{p}: not a binlog directory or .index file (the source is "
+                               "the server's binlog directory, or the .index file in it)")
         self.index = p
         self.label = str(p)
 
     def files(self) -> list[SourceFile]:
         try:
-            lines = self.index.read_text(encoding="utf-8").splitlines()
+            raw = self.index.read_bytes()
         except FileNotFoundError:
             raise ArchiveError(f"{self.index}: no such binlog index file") from None
+        except OSError as exc:
+            raise ArchiveError(f"{self.index}: cannot read the binlog index: "
+                               f"{exc.strerror}") from None
+        try:
+            lines = raw.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ArchiveError(f"{self.index} at byte {exc.start}: not a binlog index (not "
+                               f"UTF-8 text: {raw[exc.start:exc.start + 4]!r})") from None
         paths = []
         for line in lines:
             line = line.strip()

@@ -80,6 +80,59 @@ def reset_s3_client() -> None:
     _S3_CLIENT = None
 
 
+def s3_problem(exc: BaseException) -> str:
+    """What went wrong with an S3 call, in a few words: the missing object or bucket, the
+    endpoint that cannot be reached, the missing credentials, else botocore's text."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        code = str(response.get("Error", {}).get("Code", ""))
+        if code in ("404", "NoSuchKey", "NotFound"):
+            return f"no such object ({code})"
+        if code == "NoSuchBucket":
+            return f"no such bucket ({code})"
+        if code in ("403", "AccessDenied"):
+            return f"access denied ({code})"
+    name = type(exc).__name__
+    if name in ("EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError"):
+        return f"cannot reach the S3 endpoint ({exc})"
+    if name in ("NoCredentialsError", "PartialCredentialsError"):
+        return "no AWS credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or a profile)"
+    return str(exc) or name
+
+
+def check_readable(uri: str | os.PathLike[str]) -> None:
+    """Raise :class:`SourceError` unless ``uri`` names an object that can be read: a local
+    file (not a directory) or an ``s3://`` object (one HEAD request)."""
+    loc = parse_location(uri)
+    if loc.scheme == "s3":
+        try:
+            s3_client().head_object(Bucket=loc.bucket, Key=loc.key)
+        except Exception as exc:  # botocore errors have no common importable base here
+            raise SourceError(f"cannot read object: {s3_problem(exc)}", file=loc.uri) from exc
+        return
+    assert loc.path is not None
+    if os.path.isdir(loc.path):
+        raise SourceError("is a directory, not a binlog file", file=loc.uri)
+    try:
+        with open(loc.path, "rb"):
+            pass
+    except OSError as exc:
+        raise SourceError(f"cannot open: {exc.strerror}", file=loc.uri) from exc
+
+
+def list_s3(uri: str) -> list[str]:
+    """The ``s3://`` URIs of the objects under the prefix ``uri`` (which ends with ``/``)."""
+    loc = parse_location(uri)
+    out = []
+    try:
+        for page in s3_client().get_paginator("list_objects_v2").paginate(
+                Bucket=loc.bucket, Prefix=loc.key):
+            out += [f"s3://{loc.bucket}/{obj['Key']}" for obj in page.get("Contents", [])]
+    except Exception as exc:
+        raise SourceError(f"cannot list objects: {s3_problem(exc)}", file=uri) from exc
+    return out
+
+
 class _S3Stream(io.RawIOBase):
     """A forward-only reader over ``GetObject`` with an optional byte range."""
 
@@ -92,7 +145,8 @@ class _S3Stream(io.RawIOBase):
                 kwargs["Range"] = rng
             self._body = s3_client().get_object(**kwargs)["Body"]
         except Exception as exc:  # botocore errors have no common importable base here
-            raise SourceError(f"cannot read object: {exc}", file=loc.uri, offset=start) from exc
+            raise SourceError(f"cannot read object: {s3_problem(exc)}", file=loc.uri,
+                              offset=start) from exc
 
     def readable(self) -> bool:
         return True
@@ -206,7 +260,7 @@ def size_of(uri: str | os.PathLike[str]) -> int:
         try:
             return int(s3_client().head_object(Bucket=loc.bucket, Key=loc.key)["ContentLength"])
         except Exception as exc:
-            raise SourceError(f"cannot stat object: {exc}", file=loc.uri) from exc
+            raise SourceError(f"cannot stat object: {s3_problem(exc)}", file=loc.uri) from exc
     assert loc.path is not None
     try:
         return os.path.getsize(loc.path)
@@ -310,7 +364,7 @@ def _sniff(loc: Location) -> bytes:
             body.close()
             return bytes(head)
         except Exception as exc:
-            raise SourceError(f"cannot read object: {exc}", file=loc.uri) from exc
+            raise SourceError(f"cannot read object: {s3_problem(exc)}", file=loc.uri) from exc
     with _open_raw(loc) as f:
         return f.read(4)
 

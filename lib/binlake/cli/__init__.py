@@ -1,22 +1,39 @@
 """The ``binlake`` command line: one module per family of verbs (:mod:`.decode`,
-:mod:`.lake`, :mod:`.validate`, :mod:`.archive`), this one builds the parser and runs a verb."""
+:mod:`.lake`, :mod:`.validate`, :mod:`.archive`), this one builds the parser and runs a verb.
+
+Every failure ends as one line on stderr, never a traceback (``--debug`` adds the stack):
+the library's typed errors say what and where themselves (a binlog's file and byte offset, a
+setting's key, an archive's path), and :func:`exit_code` maps them to the exit status:
+
+==========================================================  ======
+``UsageError`` (``binlake: usage error: ...``)              2
+``ConfigError``: a setting, named by its key                2
+``BinlogError`` (``SourceError``, ...): a file or object    1
+``ArchiveError``, ``ObjectStoreError``, ``SparkSetupError``  1
+``CliError``: what a verb says itself                       its own
+anything else (last resort: type and first line)           1
+==========================================================  ======
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from .. import __version__
 from . import archive, decode, lake, validate
-from .common import Parser, UsageError
+from .common import CliError, Parser, UsageError, is_spark_error, one_line
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="binlake", description="MySQL/MariaDB binary logs to an Iceberg lakehouse.")
     p.add_argument("--version", action="version", version=f"binlake {__version__}")
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
+    p.add_argument("--debug", action="store_true",
+                   help="on an error, print the Python stack as well as the one-line message")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     decode.add_parsers(sub)
@@ -24,6 +41,29 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parsers(sub)
     archive.add_parsers(sub)
     return p
+
+
+def exit_code(exc: BaseException) -> tuple[int, str]:
+    """(exit status, the one line after ``binlake: error: ``) for an error a verb raised."""
+    from ..archive import ArchiveError
+    from ..archive.objectstore import ObjectStoreError
+    from ..binlog.errors import BinlogError
+    from ..config import ConfigError
+    from ..lake.spark import SparkSetupError
+
+    if isinstance(exc, CliError):
+        return exc.code, str(exc)
+    if isinstance(exc, ConfigError):
+        return 2, str(exc)
+    if isinstance(exc, (BinlogError, ArchiveError, ObjectStoreError, SparkSetupError)):
+        return 1, one_line(exc)
+    if is_spark_error(exc):
+        return 1, f"Spark: {one_line(exc)}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return 1, f"{where}{exc.strerror}"
+    return 1, (f"unexpected {type(exc).__name__}: {one_line(exc)} (a bug: please report it "
+               "with the output of binlake --debug ...)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,3 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        code, line = exit_code(exc)
+        if args.debug:
+            traceback.print_exc()
+        print(f"binlake: error: {line}", file=sys.stderr)
+        return code

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from .common import UsageError
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     ar = sub.add_parser("archive", help="copy closed binlog files to the object store",
@@ -29,19 +31,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_archive(args: argparse.Namespace) -> int:
-    from ..archive import ArchiveError, ArchiveGapError, archive, source_from_settings
-    from ..archive.objectstore import ObjectStoreError, store_for
-    from ..config import ConfigError, load_settings
+    from ..archive import ArchiveGapError, archive, source_from_settings
+    from ..archive.objectstore import store_for
+    from ..config import load_settings
 
-    try:
-        settings = load_settings(args.config, source=args.source_name,
-                                 archive_source_dir=args.from_dir)
-    except ConfigError as exc:
-        print(f"binlake: usage error: {exc}", file=sys.stderr)
-        return 2
+    settings = load_settings(args.config, source=args.source_name,
+                             archive_source_dir=args.from_dir)  # ConfigError: exit 2
     remote = None
     if args.from_server:
         host, _, port = args.from_server.partition(":")
+        if not host or not (port or "3306").isdigit():
+            raise UsageError(f"--from-server {args.from_server!r}: expected HOST or HOST:PORT")
         remote = {"host": host, "port": int(port or 3306), "user": args.user,
                   "password": os.environ.get("MYSQL_PWD", "")}
     rc = 0
@@ -51,8 +51,6 @@ def cmd_archive(args: argparse.Namespace) -> int:
     except ArchiveGapError as exc:
         report, rc = exc.report, 3
         print(f"binlake: error: {exc}", file=sys.stderr)
-    except (ArchiveError, ObjectStoreError) as exc:
-        print(f"binlake: error: {exc}", file=sys.stderr)
-        return 1
+    # (ArchiveError, ObjectStoreError: binlake.cli.main says it on one line, exit 1)
     print(json.dumps(report.to_dict()) if args.json else report.text())
     return rc

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from .common import UsageError
+from .common import CliError, UsageError, is_spark_error, one_line
 
 LOCKED = 75  # sysexits' EX_TEMPFAIL: another load is writing the lake; try again later
 
@@ -58,38 +58,97 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def lake_session(config: str | None, master: str | None, source: str | None = None,
                  app_name: str | None = None, check: Any = None,
-                 overrides: dict[str, Any] | None = None) -> tuple[Any, Any] | None:
+                 overrides: dict[str, Any] | None = None,
+                 debug: bool = False) -> tuple[Any, Any] | None:
     """Settings (``overrides`` last) and a Spark session for the lake commands: a bad
-    setting is a usage error; a Spark that cannot start is reported on stderr and gives
-    None.  ``check(settings)`` runs before Spark starts."""
-    from ..config import ConfigError, load_settings
+    setting (or ``--master``) is a :class:`~binlake.config.ConfigError` naming it, raised
+    before Spark starts; a Spark that cannot start is reported on stderr and gives None.
+    ``check(settings)`` runs before Spark starts.  Unless ``debug``, the JVM logs nothing
+    (a failed task's stack would come before the one line binlake says about it)."""
+    from ..config import check_spark_master, load_settings
     from ..lake.spark import SparkSetupError, build_session
 
-    try:
-        settings = load_settings(config, source=source, **(overrides or {}))
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    settings = load_settings(config, source=source, **(overrides or {}))
+    if master is not None:
+        check_spark_master(master, "--master")
     if check is not None:
         check(settings)
     try:
         kw = {"app_name": app_name} if app_name else {}
-        return settings, build_session(settings, master=master, **kw)
+        spark = build_session(settings, master=master, **kw)
+        spark.sparkContext.setLogLevel("ERROR" if debug else "OFF")
+        return settings, spark
     except SparkSetupError as exc:
         print(f"binlake: error: {exc}", file=sys.stderr)
         return None
+    except Exception as exc:
+        if not is_spark_error(exc):
+            raise
+        raise CliError(f"Spark did not start (master {master or settings.spark_master}): "
+                       f"{one_line(exc)}") from exc
 
 
+def check_sources(settings: Any, sources: list[str]) -> None:
+    """Before Spark starts: every source names binlog files that can be read (a
+    :class:`~binlake.binlog.errors.SourceError` naming the one that does not: missing, not a
+    valid URI, an empty directory, an S3 endpoint that does not answer)."""
+    import os
+
+    from ..binlog.source import reset_s3_client
+    from ..txn.files import find_binlogs
+
+    if settings.s3_endpoint_url and any(s.startswith("s3://") for s in sources):
+        # (as build_session will: the driver's boto3 reads it from the environment)
+        os.environ["BINLAKE_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
+        reset_s3_client()
+    find_binlogs(sources)
+
+
+def lake_failure(settings: Any, exc: BaseException) -> CliError:
+    """A Java or Spark error out of the lake job in one line: what failed, where the lake is
+    written (the warehouse; the catalog), and what the file system there says (read-only,
+    full, no permission) when it is a local directory."""
+    where = f"warehouse {settings.warehouse_resolved}"
+    if settings.catalog_type == "jdbc":
+        where += f", catalog {settings.catalog_uri_resolved}"
+    probe = _local_dir_problem(settings.warehouse_resolved)
+    return CliError(f"the load failed ({where}): {one_line(exc)}"
+                    + (f"; {probe}" if probe else ""))
+
+
+def _local_dir_problem(uri: str) -> str | None:
+    """What stops writing under a local directory (``file:`` URI or path), if anything."""
+    import os
+    from urllib.parse import urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        return None
+    path = parsed.path or uri
+    while path and not os.path.exists(path):  # the deepest directory that exists
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return f"{path} is on a read-only file system"
+    if st.f_bavail == 0 or st.f_favail == 0:
+        return f"no space left on the file system of {path}"
+    if not os.access(path, os.W_OK):
+        return f"no permission to write in {path}"
+    return None
 
 
 def cmd_jvm_archive(args: argparse.Namespace) -> int:
-    from ..config import ConfigError, load_settings
+    from ..config import load_settings
     from ..lake.classarchive import ClassArchiveError, archive_path, build, usable
     from ..lake.spark import SparkSetupError, jars_for
 
-    try:
-        settings = load_settings(args.config)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
+    settings = load_settings(args.config)
     try:
         jars = jars_for(settings)
         there = archive_path(settings, jars)
@@ -109,7 +168,7 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from ..lake.publish import discard, publish
 
-    lake = lake_session(args.config, args.master)
+    lake = lake_session(args.config, args.master, debug=getattr(args, "debug", False))
     if lake is None:
         return 1
     settings, spark = lake
@@ -117,8 +176,16 @@ def cmd_publish(args: argparse.Namespace) -> int:
         done = (discard if args.discard else publish)(spark, settings, args.branch)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    except Exception as exc:
+        if is_spark_error(exc):
+            raise lake_failure(settings, exc) from exc
+        raise
+    if not done:
+        raise CliError(f"branch {args.branch}: no table of the lake has it (nothing to "
+                       f"{'discard' if args.discard else 'publish'}; binlake load --branch "
+                       "makes one)")
     verb = "discarded" if args.discard else "published"
-    print(f"{verb} branch {args.branch}: {', '.join(done) if done else 'no table has it'}")
+    print(f"{verb} branch {args.branch}: {', '.join(done)}")
     return 0
 
 
@@ -127,19 +194,32 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_load(args: argparse.Namespace) -> int:
     import json
 
+    from ..config import ConfigError
     from ..lake.job import run_load, summary_text
     from ..lake.lock import LoadLockedError, check_unlocked
 
+    def check(settings: Any) -> None:
+        # a load holding the lock now: stop before Spark starts (the load takes the lock);
+        # then sources that name nothing readable
+        check_unlocked(settings)
+        check_sources(settings, args.sources)
+
     try:
-        # a load holding the lock now: stop before Spark starts (the load takes the lock)
-        lake = lake_session(args.config, args.master, source=args.source_name,
-                            check=check_unlocked,
-                            overrides={} if args.wait is None else {"lock_wait": args.wait})
+        lake = lake_session(args.config, args.master, source=args.source_name, check=check,
+                            overrides={} if args.wait is None else {"lock_wait": args.wait},
+                            debug=getattr(args, "debug", False))
         if lake is None:
             return 1
         settings, spark = lake
-        summary = run_load(spark, settings, args.sources, run_id=args.run_id,
-                           branch=args.branch, reload=args.reload)
+        try:
+            summary = run_load(spark, settings, args.sources, run_id=args.run_id,
+                               branch=args.branch, reload=args.reload)
+        except Exception as exc:  # a read-only or full warehouse: Java's stack, in one line
+            if is_spark_error(exc):
+                raise lake_failure(settings, exc) from exc
+            raise
+    except ConfigError:
+        raise
     except ValueError as exc:  # a bad branch name
         raise UsageError(str(exc)) from None
     except LoadLockedError as exc:

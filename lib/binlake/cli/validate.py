@@ -8,9 +8,10 @@ import argparse
 import json
 import time
 import uuid
+from typing import Any
 
-from .common import UsageError
-from .lake import lake_session
+from .common import CliError, UsageError
+from .lake import check_sources, lake_session
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -34,19 +35,23 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..quality.run import InputError, check_sources, validate
+    from ..binlog.errors import SourceError
 
-    try:
-        check_sources(args.sources)  # before starting Spark
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
+    def check(settings: Any) -> None:
+        try:
+            check_sources(settings, args.sources)  # before starting Spark
+        except SourceError as exc:  # an input error: 2, as the verb's usage errors
+            raise CliError(str(exc), 2) from None
+
     run_id = args.run_id or (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-"
                              + uuid.uuid4().hex[:6])
     lake = lake_session(args.config, args.master, source=args.source_name,
-                        app_name="binlake-validate")
+                        app_name="binlake-validate", check=check, debug=getattr(args, "debug", False))
     if lake is None:
         return 2
     settings, spark = lake
+    from ..quality.run import InputError, validate  # (Great Expectations: after the checks)
+
     try:
         report = validate(spark, settings, args.sources, run_id=run_id, branch=args.branch,
                           lake=not args.no_lake)

@@ -8,7 +8,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..binlog.source import parse_location
+from ..binlog.errors import SourceError
+from ..binlog.source import check_readable, list_s3, parse_location
 
 _SEQ = re.compile(r"^(?P<base>.*?)\.(?P<seq>\d+)$")
 
@@ -42,3 +43,39 @@ def order_files(uris: Iterable[str | os.PathLike[str]]) -> list[BinlogFile]:
     indexed = list(enumerate(files))
     indexed.sort(key=lambda t: (t[1].base, t[1].seq if t[1].seq >= 0 else float("inf"), t[0]))
     return [f for _, f in indexed]
+
+
+def find_binlogs(sources: Iterable[str | os.PathLike[str]], *, check: bool = True
+                 ) -> list[BinlogFile]:
+    """The binlog files ``sources`` name, in server order: files, directories (their files
+    whose names carry a sequence number, ``*.index`` skipped) and ``s3://`` URIs (an object,
+    or every such object under a prefix ending with ``/``) -- what ``binlake load`` and
+    ``binlake validate`` read.  A source that does not exist or cannot be listed, a file or
+    object that cannot be read (``check``: opened / one HEAD request each), and a directory or
+    prefix without a binlog file are each a :class:`SourceError` naming the source."""
+    uris: list[str] = []
+    for src in sources:
+        text = os.fspath(src)
+        loc = parse_location(text)
+        if loc.scheme == "s3" and text.endswith("/"):
+            found = [u for u in list_s3(text)
+                     if not u.endswith((".index", "/")) and binlog_file(u).seq >= 0]
+        elif loc.scheme == "file" and loc.path and os.path.isdir(loc.path):
+            try:
+                names = sorted(os.listdir(loc.path))
+            except OSError as exc:
+                raise SourceError(f"cannot list the directory: {exc.strerror}",
+                                  file=text) from exc
+            found = [full for full in (os.path.join(loc.path, n) for n in names)
+                     if os.path.isfile(full) and not full.endswith(".index")
+                     and binlog_file(full).seq >= 0]
+        else:
+            if check:
+                check_readable(text)
+            uris.append(text)
+            continue
+        if not found:
+            raise SourceError("no binlog files here (names like mysql-bin.000001; *.index "
+                              "files are skipped)", file=text)
+        uris += found
+    return order_files(uris)
