@@ -6,6 +6,7 @@ from .archiver import (
     ArchiveError,
     ArchiveGapError,
     ArchiveReport,
+    ArchiveVerifyError,
     BinlogSource,
     LocalBinlogSource,
     RemoteBinlogSource,
@@ -15,6 +16,6 @@ from .archiver import (
     source_from_settings,
 )
 
-__all__ = ["ArchiveError", "ArchiveGapError", "ArchiveReport", "BinlogSource",
+__all__ = ["ArchiveError", "ArchiveGapError", "ArchiveReport", "ArchiveVerifyError", "BinlogSource",
            "LocalBinlogSource", "RemoteBinlogSource", "SourceFile", "archive", "fde_in_use",
            "source_from_settings"]

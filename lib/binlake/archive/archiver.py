@@ -36,7 +36,15 @@ from typing import Any, Protocol
 from ..binlog.errors import BinlogError
 from ..binlog.reader import BinlogReader
 from ..txn.files import binlog_file, order_files
-from .objectstore import GAPS, ObjectConflictError, ObjectStore, sha256_file
+from .objectstore import (
+    GAPS,
+    ObjectConflictError,
+    ObjectStore,
+    ObjectStoreError,
+    S3Store,
+    StoredObject,
+    sha256_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,17 @@ class ArchiveGapError(ArchiveError):
     def __init__(self, report: ArchiveReport) -> None:
         super().__init__(f"source {report.source}: {len(report.new_gaps)} binlog file(s) "
                          f"purged before they were archived: {', '.join(report.new_gaps)}")
+        self.report = report
+
+
+class ArchiveVerifyError(ArchiveError):
+    """``archive --verify``: archived objects whose stored bytes no longer have the sha256
+    recorded when they were archived (``report.corrupt``, one entry per object)."""
+
+    def __init__(self, report: ArchiveReport) -> None:
+        super().__init__(f"source {report.source}: {len(report.corrupt)} archived object(s) "
+                         "differ from the sha256 recorded when they were archived: "
+                         f"{', '.join(c['name'] for c in report.corrupt)}")
         self.report = report
 
 
@@ -195,6 +214,10 @@ class ArchiveReport:
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why not archived now
     gaps: list[str] = field(default_factory=list)  # every known gap
     new_gaps: list[str] = field(default_factory=list)  # first seen by this run
+    # with verify: the archived objects whose stored bytes were read again and match their
+    # recorded sha256, and those that do not (name, uri, recorded, stored sha256, problem)
+    verified: list[str] = field(default_factory=list)
+    corrupt: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,6 +230,11 @@ class ArchiveReport:
             lines.append(f"  archived {a['name']} ({a['size']} bytes, sha256 {a['sha256'][:16]})")
         for name, why in self.skipped.items():
             lines.append(f"  skipped  {name}: {why}")
+        if self.verified or self.corrupt:
+            lines.append(f"verified {len(self.verified)} archived object(s) against their "
+                         f"recorded sha256: {len(self.corrupt)} differ")
+        for c in self.corrupt:
+            lines.append(f"  CORRUPT  {c['name']}: {c['problem']}")
         if self.gaps:
             lines.append(f"GAP: purged before archiving: {', '.join(self.gaps)}"
                          + (f" (new: {', '.join(self.new_gaps)})" if self.new_gaps else ""))
@@ -235,8 +263,11 @@ def archive(source: BinlogSource, store: ObjectStore, label: str, *, verify: boo
             fail_on_new_gaps: bool = True) -> ArchiveReport:
     """Copy the source's closed files the store does not have; see the module doc.
 
-    ``verify``: hash every closed file already archived and compare (by default only when its
-    size differs -- a conflict -- or it changed after it was archived)."""
+    ``verify``: read every archived object of ``label`` again and compare its bytes with the
+    sha256 recorded when it was archived (:class:`ArchiveVerifyError` lists those that
+    differ, after everything else is done); and hash every closed source file already
+    archived and compare (by default only when its size differs -- a conflict -- or it
+    changed after it was archived)."""
     report = ArchiveReport(label, source.label, store.root_uri)
     files = source.files()
     archived = {o.name: o for o in store.list(label)}
@@ -281,9 +312,55 @@ def archive(source: BinlogSource, store: ObjectStore, label: str, *, verify: boo
     if report.new_gaps:
         log.error("source %s: purged before archiving: %s", label, ", ".join(report.new_gaps))
         store.write_json(label, GAPS, sorted(known | set(report.new_gaps)))
-        if fail_on_new_gaps:
-            raise ArchiveGapError(report)
+    if verify:
+        for obj in store.list(label):
+            problem = verify_object(store, obj)
+            if problem is None:
+                report.verified.append(obj.name)
+            else:
+                log.error("%s: %s", obj.uri, problem)
+                report.corrupt.append({"name": obj.name, "uri": obj.uri,
+                                       "recorded": obj.sha256, "problem": problem})
+        if report.corrupt:
+            raise ArchiveVerifyError(report)
+    if report.new_gaps and fail_on_new_gaps:
+        raise ArchiveGapError(report)
     return report
+
+
+def verify_object(store: ObjectStore, obj: StoredObject) -> str | None:
+    """None when the stored bytes of ``obj`` (read again, from the store itself) have the
+    sha256 and size recorded when it was archived, else what differs."""
+    if not obj.sha256:
+        return "no sha256 recorded for it: it cannot be verified"
+    try:
+        if isinstance(store, S3Store):
+            sha, size = _s3_sha256(store, obj)
+        else:
+            sha, size = sha256_file(obj.uri)
+    except (OSError, ObjectStoreError) as exc:
+        return f"cannot read the stored object: {exc}"
+    if sha != obj.sha256.lower():
+        return (f"stored bytes have sha256 {sha} ({size} bytes), recorded {obj.sha256} "
+                "when it was archived: the object changed after it was archived")
+    return None
+
+
+def _s3_sha256(store: S3Store, obj: StoredObject) -> tuple[str, int]:
+    import hashlib
+
+    h = hashlib.sha256()
+    n = 0
+    try:
+        body = store.client.get_object(Bucket=store.bucket,
+                                       Key=store.key(obj.source, obj.name))["Body"]
+        while chunk := body.read(1 << 20):
+            h.update(chunk)
+            n += len(chunk)
+        body.close()
+    except Exception as exc:  # botocore's errors
+        raise ObjectStoreError(str(exc)) from exc
+    return h.hexdigest(), n
 
 
 def _changed_since(f: SourceFile, archived_at: str | None) -> bool:
