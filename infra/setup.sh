@@ -2,25 +2,27 @@
 # Set up a fresh machine for binlake: system packages, the virtualenv, the pinned Python
 # dependencies. Idempotent: a second run only checks. Non-interactive (CI has no stdin).
 #
-#   bash infra/setup.sh                        # everything: dev, spark, gx, airflow
+#   bash infra/setup.sh                        # everything: dev, spark, gx, airflow, postgresql
 #   BINLAKE_EXTRAS=dev,spark bash infra/setup.sh   # without Great Expectations and Airflow
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXTRAS="${BINLAKE_EXTRAS:-dev,spark,gx,airflow}"
+EXTRAS="${BINLAKE_EXTRAS:-dev,spark,gx,airflow,postgresql}"
 VENV="${BINLAKE_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 # --- system packages (Debian): MariaDB server + client for tests, demo and benchmarks;
-# a Java runtime and the SQLite JDBC driver for Spark's Iceberg JDBC catalog -----------------
-APT_PACKAGES=(mariadb-server mariadb-client libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni)
+# a Java runtime and the SQLite and PostgreSQL JDBC drivers for Spark's Iceberg JDBC catalog --
+APT_PACKAGES=(mariadb-server mariadb-client libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni
+              libpostgresql-jdbc-java)
 missing=()
 for cmd in mariadbd mariadb-install-db mariadb-binlog mariadb; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 [ -f /usr/share/java/sqlite-jdbc.jar ] || missing+=(sqlite-jdbc)
+[ -f /usr/share/java/postgresql.jar ] || missing+=(postgresql-jdbc)
 if ! command -v java >/dev/null 2>&1; then
   APT_PACKAGES+=(default-jre-headless)
   missing+=(java)

@@ -3,8 +3,9 @@
 Jars: the Iceberg Spark runtime and, for the default JDBC catalog on SQLite, a SQLite JDBC
 driver.  Offline installs take them from local paths (the ``snowpark-connect-deps-iceberg``
 wheel ships the runtime jar; Debian's ``libxerial-sqlite-jdbc-java`` the driver: see
-infra/setup.sh); online users may set ``spark_packages`` (``spark.jars.packages``, e.g.
-``org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.0,org.xerial:sqlite-jdbc:3.46.0.0``).
+infra/setup.sh; Debian's ``libpostgresql-jdbc-java`` the PostgreSQL driver); online users may
+set ``spark_packages`` (``spark.jars.packages``, e.g.
+``org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2,org.xerial:sqlite-jdbc:3.40.1.0``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ..config import Settings
 
 ICEBERG_RUNTIME = "iceberg-spark-runtime-3.5_2.12-*.jar"
 SQLITE_JARS = ("/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/xerial-sqlite-jdbc.jar")
+# Debian's libpostgresql-jdbc-java
+POSTGRESQL_JARS = ("/usr/share/java/postgresql.jar", "/usr/share/java/postgresql-jdbc4.jar")
 SQLITE_JNI_DIRS = ("/usr/lib/x86_64-linux-gnu/jni", "/usr/lib/aarch64-linux-gnu/jni",
                    "/usr/lib/jni")
 
@@ -41,6 +44,10 @@ def sqlite_jdbc_jar() -> str | None:
     return next((j for j in SQLITE_JARS if os.path.exists(j)), None)
 
 
+def postgresql_jdbc_jar() -> str | None:
+    return next((j for j in POSTGRESQL_JARS if os.path.exists(j)), None)
+
+
 def jars_for(settings: Settings) -> list[str]:
     if settings.spark_jars:
         return [j.strip() for j in settings.spark_jars.split(",") if j.strip()]
@@ -59,6 +66,13 @@ def jars_for(settings: Settings) -> list[str]:
             raise SparkSetupError("no SQLite JDBC driver: apt-get install "
                                   "libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni, or set "
                                   "spark_jars")
+        jars.append(driver)
+    if settings.catalog_type == "jdbc" and settings.jdbc_uri.startswith("jdbc:postgresql:"):
+        driver = postgresql_jdbc_jar()
+        if driver is None:
+            raise SparkSetupError("no PostgreSQL JDBC driver: apt-get install "
+                                  "libpostgresql-jdbc-java, or set spark_jars (every jar) or "
+                                  "spark_packages (org.postgresql:postgresql:42.5.5)")
         jars.append(driver)
     return jars
 
