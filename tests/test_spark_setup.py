@@ -10,7 +10,7 @@ from binlake.config import load_settings
 
 pytest.importorskip("pyspark")
 
-from binlake.lake import spark as S  # noqa: E402
+from binlake.lake import spark as S
 
 
 def settings(tmp_path: Path, uri: str = "", **kw: object):  # type: ignore[no-untyped-def]
@@ -30,7 +30,7 @@ def test_postgresql_driver_found_like_sqlite(tmp_path: Path, monkeypatch: pytest
     assert not any(j == str(jar) for j in S.jars_for(settings(tmp_path)))
     # missing: a clear error naming the Debian package and the settings
     monkeypatch.setattr(S, "POSTGRESQL_JARS", ("/nonexistent/pg.jar",))
-    with pytest.raises(S.SparkSetupError, match="libpostgresql-jdbc-java.*spark_jars"):
+    with pytest.raises(S.SparkSetupError, match=r"libpostgresql-jdbc-java.*spark_jars"):
         S.jars_for(settings(tmp_path, pg))
     # spark_jars (every jar, as given) or spark_packages (Maven) replace the discovery
     assert S.jars_for(settings(tmp_path, pg, spark_jars="/a.jar, /b.jar")) == ["/a.jar", "/b.jar"]
