@@ -48,3 +48,21 @@ def test_sqlite_catalog_options(tmp_path: Path) -> None:
     assert conf[f"{p}.jdbc.busy_timeout"] == "60000"
     pg = S.catalog_conf(settings(tmp_path, "postgresql+psycopg2://u@127.0.0.1/lake"))
     assert f"{p}.clients" not in pg and pg[f"{p}.jdbc.init-catalog-tables"] == "false"
+
+
+def test_executors_get_s3_settings_and_credentials(tmp_path: Path) -> None:
+    """On a cluster the executors read the S3 archive with boto3 in processes that do not
+    inherit the driver's environment: endpoint, credentials and region go as executorEnv."""
+    env = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "s3cr3t",
+           "AWS_REGION": "eu-west-1", "HOME": "/root", "AWS_SESSION_TOKEN": ""}
+    conf = S.executor_env(settings(tmp_path, s3_endpoint_url="http://127.0.0.1:9000"), env)
+    assert conf == {"spark.executorEnv.AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+                    "spark.executorEnv.AWS_SECRET_ACCESS_KEY": "s3cr3t",
+                    "spark.executorEnv.AWS_REGION": "eu-west-1",
+                    "spark.executorEnv.BINLAKE_S3_ENDPOINT_URL": "http://127.0.0.1:9000"}
+    import re
+
+    # Spark redacts these keys' values in its UI and event log
+    redact = re.compile(S.REDACTION_REGEX)
+    assert all(redact.search(k) for k in conf if "AWS_" in k and "REGION" not in k)
+    assert not redact.search("spark.executorEnv.AWS_REGION")

@@ -159,6 +159,28 @@ def prepare_catalog(spark: Any, settings: Settings) -> None:
         catalog.close()
 
 
+# What executors need from the driver's environment to read an S3 archive (and write an S3
+# warehouse) with boto3/pyarrow: the endpoint, credentials and region.  In local mode the
+# Python workers inherit them; on a cluster they run elsewhere and get them only this way.
+EXECUTOR_ENV = ("BINLAKE_S3_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+                "AWS_ENDPOINT_URL_S3")
+# Spark's UI and event log show its configuration: these keys' values are redacted there
+# (Spark's own default misses the access key id).
+REDACTION_REGEX = r"(?i)secret|password|token|access[._]?key"
+
+
+def executor_env(settings: Settings, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """``spark.executorEnv.*`` for the executors: ``s3_endpoint_url`` and the AWS variables of
+    :data:`EXECUTOR_ENV` that are set here (the Airflow AWS connection's credentials reach
+    the load this way: the DAG puts them in spark-submit's environment).  Never logged."""
+    env = os.environ if environ is None else environ
+    out = {k: env[k] for k in EXECUTOR_ENV if env.get(k)}
+    if settings.s3_endpoint_url:
+        out["BINLAKE_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
+    return {f"spark.executorEnv.{k}": v for k, v in out.items()}
+
+
 def driver_java_options(settings: Settings, jars: list[str], lib: str = "",
                         archive: bool = True) -> str:
     """The driver JVM's options: ``lib`` (the JNI path), ``spark_driver_java_options``, and
@@ -217,8 +239,9 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
         b = b.config("spark.driver.extraJavaOptions", driver_opts)
     if lib:
         b = b.config("spark.executor.extraJavaOptions", lib)
-    if settings.s3_endpoint_url:
-        b = b.config("spark.executorEnv.BINLAKE_S3_ENDPOINT_URL", settings.s3_endpoint_url)
+    for k, v in executor_env(settings).items():
+        b = b.config(k, v)
+    b = b.config("spark.redaction.regex", REDACTION_REGEX)
     for k, v in catalog_conf(settings).items():
         b = b.config(k, v)
     for k, v in settings.spark_conf.items():
