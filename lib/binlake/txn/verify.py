@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from .build import TransactionStream
 from .files import order_files
 from .findings import Finding
 from .model import Transaction
 from .spill import SPILL_BYTES, SPILL_ROWS
+from .stream import TransactionStream
 
 
 def verify(uris: Iterable[str | os.PathLike[str]], *, pending_in: list[Transaction] | None = None,
