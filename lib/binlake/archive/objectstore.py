@@ -14,13 +14,22 @@ Rules every backend keeps:
   ``os.replace``-d into place after an fsync (the sidecar is written first, so a visible
   object always has its metadata).  S3: ``upload_file`` with a multipart threshold; a
   multipart upload becomes visible only when it completes, and is aborted on failure.
+* **A killed writer's leftovers are removed by the next write.** Local: every write into a
+  source's directory holds an exclusive ``flock`` on ``<root>/<source>/.lock`` (released by
+  the kernel when its process dies) and stages in ``_tmp/``; whoever takes the lock removes
+  what is in ``_tmp/`` (no live writer can own it).  S3: before uploading a key, ``put``
+  aborts the key's incomplete multipart uploads (a process killed mid-upload never aborts
+  its own; they are invisible but their parts are stored).  tests/test_archive_kill.py
+  SIGKILLs ``binlake archive`` at random moments; docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -34,7 +43,10 @@ from ..txn.files import binlog_file
 
 META_DIR = "_meta"
 TMP_DIR = "_tmp"
+LOCK = ".lock"  # <root>/<source>/.lock: held (flock) while writing into that directory
 GAPS = "_gaps.json"  # per source, under META_DIR: the purged files already reported
+
+log = logging.getLogger(__name__)
 
 
 class ObjectStoreError(RuntimeError):
@@ -70,6 +82,16 @@ class StoredObject:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the renames into ``path`` durable (for a power cut; a killed process loses
+    nothing the kernel has)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> tuple[str, int]:
@@ -142,9 +164,34 @@ class LocalStore:
                 out.append(obj)
         return out
 
+    @contextlib.contextmanager
+    def _writing(self, source: str) -> Iterator[Path]:
+        """Hold the source's write lock (``<source>/.lock``, flock: released when the
+        holder's process dies, however it dies) and yield ``_tmp/``, where every write is
+        staged.  Whatever is in ``_tmp/`` when the lock is taken was left by a writer that
+        died mid-write (a live one would hold the lock): it is removed here.  So are the
+        staging files older versions left in ``_meta/`` (``.<name>.json.*``)."""
+        base = self.root / source
+        tmp = base / TMP_DIR
+        tmp.mkdir(parents=True, exist_ok=True)
+        fd = os.open(base / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            stale = [e.path for e in os.scandir(tmp)]
+            with contextlib.suppress(FileNotFoundError):
+                stale += [e.path for e in os.scandir(base / META_DIR) if e.name.startswith(".")]
+            for path in stale:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            if stale:
+                log.info("%s: removed %d temporary file(s) of an interrupted write",
+                         base, len(stale))
+            yield tmp
+        finally:
+            os.close(fd)  # releases the lock
+
     def _stage(self, tmp_dir: Path, name: str, write: Any) -> str:
         """Write into a new temp file under ``tmp_dir`` (fsync'ed); return its path."""
-        tmp_dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix=f".{name}.")
         try:
             with os.fdopen(fd, "wb") as out:
@@ -157,41 +204,52 @@ class LocalStore:
             raise
         return tmp
 
-    def _write_json(self, dest: Path, value: Any) -> None:
-        tmp = self._stage(dest.parent, dest.name,
+    def _write_json(self, tmp_dir: Path, dest: Path, value: Any) -> None:
+        """Under :meth:`_writing`: stage in ``tmp_dir``, then rename into place."""
+        tmp = self._stage(tmp_dir, dest.name,
                           lambda out: out.write(json.dumps(value, indent=1).encode()))
-        os.replace(tmp, dest)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, dest)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        _fsync_dir(dest.parent)
 
     def put(self, source: str, name: str, path: str | os.PathLike[str], *, sha256: str,
             size: int, archived_at: str | None = None) -> tuple[StoredObject, bool]:
-        existing = self.head(source, name)
-        if existing is not None:
-            stored = existing.sha256 or sha256_file(existing.uri)[0]
-            if stored != sha256:
-                raise ObjectConflictError(existing.uri, stored, sha256)
-            return existing, False
         dest = self.root / source / name
-        h = hashlib.sha256()
+        with self._writing(source) as tmp_dir:
+            existing = self.head(source, name)
+            if existing is not None:
+                stored = existing.sha256 or sha256_file(existing.uri)[0]
+                if stored != sha256:
+                    raise ObjectConflictError(existing.uri, stored, sha256)
+                return existing, False
+            h = hashlib.sha256()
 
-        def copy(out: Any) -> None:
-            with open(path, "rb") as src:
-                while chunk := src.read(1 << 20):
-                    h.update(chunk)
-                    out.write(chunk)
+            def copy(out: Any) -> None:
+                with open(path, "rb") as src:
+                    while chunk := src.read(1 << 20):
+                        h.update(chunk)
+                        out.write(chunk)
 
-        part = self._stage(dest.parent / TMP_DIR, name, copy)
-        try:
-            # Checked as copied: a file that changed since it was hashed is not stored.
-            if h.hexdigest() != sha256:
-                raise ObjectStoreError(f"{path}: changed while being archived "
-                                       f"(sha256 {h.hexdigest()} != {sha256})")
-            self._write_json(self._meta(source, name),
-                             {"sha256": sha256, "size": size, "source": source,
-                              "archived_at": archived_at or now_iso()})
-            os.replace(part, dest)  # the object appears complete, or not at all
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(part)
+            part = self._stage(tmp_dir, name, copy)
+            try:
+                # Checked as copied: a file that changed since it was hashed is not stored.
+                if h.hexdigest() != sha256:
+                    raise ObjectStoreError(f"{path}: changed while being archived "
+                                           f"(sha256 {h.hexdigest()} != {sha256})")
+                # The sidecar first: a visible object always has its metadata (a sidecar
+                # without its object, left by a kill here, is rewritten by the next put).
+                self._write_json(tmp_dir, self._meta(source, name),
+                                 {"sha256": sha256, "size": size, "source": source,
+                                  "archived_at": archived_at or now_iso()})
+                os.replace(part, dest)  # the object appears complete, or not at all
+                _fsync_dir(dest.parent)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(part)
         obj = self.head(source, name)
         assert obj is not None
         return obj, True
@@ -203,7 +261,8 @@ class LocalStore:
             return None
 
     def write_json(self, source: str, name: str, value: Any) -> None:
-        self._write_json(self.root / source / META_DIR / name, value)
+        with self._writing(source) as tmp_dir:
+            self._write_json(tmp_dir, self.root / source / META_DIR / name, value)
 
 
 # -- S3 -------------------------------------------------------------------------------------
@@ -267,6 +326,7 @@ class S3Store:
             if existing.sha256 != sha256:
                 raise ObjectConflictError(existing.uri, existing.sha256, sha256)
             return existing, False
+        self._abort_incomplete(self.key(source, name))
         meta = {"sha256": sha256, "size": str(size), "source": source,
                 "archived_at": archived_at or now_iso()}
         cfg = TransferConfig(multipart_threshold=self.multipart_bytes,
@@ -284,6 +344,30 @@ class S3Store:
             raise ObjectStoreError(f"{self.uri(source, name)}: after upload the store says "
                                    f"{obj!r}, expected size {size} sha256 {sha256}")
         return obj, True
+
+    def _abort_incomplete(self, key: str) -> None:
+        """Abort the incomplete multipart uploads of ``key``: a process killed mid-upload
+        leaves its upload behind (never an object, but its parts are stored, and billed,
+        until aborted).  Best effort: without ``s3:ListBucketMultipartUploads`` /
+        ``s3:AbortMultipartUpload`` the bucket's lifecycle rule
+        (AbortIncompleteMultipartUpload) has to do it; a warning says so.  An upload of the
+        same key by a concurrent archiver would be aborted too: that one then fails cleanly
+        (NoSuchUpload), nothing half-written appears, and a rerun finds the object."""
+        try:
+            for page in self.client.get_paginator("list_multipart_uploads").paginate(
+                    Bucket=self.bucket, Prefix=key):
+                for upload in page.get("Uploads", []):
+                    if upload["Key"] != key:
+                        continue
+                    self.client.abort_multipart_upload(Bucket=self.bucket, Key=key,
+                                                       UploadId=upload["UploadId"])
+                    log.info("s3://%s/%s: aborted the incomplete multipart upload %s "
+                             "(an interrupted archive run)", self.bucket, key,
+                             upload["UploadId"])
+        except Exception as exc:  # cleanup only: the upload that follows decides
+            log.warning("s3://%s/%s: could not abort incomplete multipart uploads (%s); "
+                        "an AbortIncompleteMultipartUpload lifecycle rule must remove "
+                        "them", self.bucket, key, exc)
 
     def read_json(self, source: str, name: str) -> Any:
         try:
