@@ -56,7 +56,7 @@ def exit_code(exc: BaseException) -> tuple[int, str]:
     if isinstance(exc, ConfigError):
         return 2, str(exc)
     if isinstance(exc, (BinlogError, ArchiveError, ObjectStoreError, SparkSetupError)):
-        return 1, one_line(exc)
+        return 1, (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if is_spark_error(exc):
         return 1, f"Spark: {one_line(exc)}"
     if isinstance(exc, OSError) and exc.strerror:
