@@ -96,6 +96,7 @@ def test_damaged_rows_event_fails_its_transaction_and_file(
     assert rc == 1
     assert f"checksum_mismatch at {path.name}:{event_pos}:" in out, out
     assert f"damaged_transaction at {path.name}:" in out, out
+    assert f"binlake: error: {path.name} at byte {event_pos}: " in err, err
     assert "INVALID" in err
 
 

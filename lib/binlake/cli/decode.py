@@ -138,6 +138,7 @@ def cmd_transactions(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from ..binlog.render import dumps
+    from ..txn import findings as F
     from ..txn.verify import verify
 
     findings = verify(args.files, pending_in=_pending_in(args.pending_in),
@@ -152,6 +153,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
             stdout.write(dumps(f.to_dict()))
         else:
             stdout.write((str(f) + "\n").encode("utf-8"))
+    stdout.flush()
+    for f in findings:  # a file that could not be read whole, or trusted: on stderr too
+        if f.severity == F.ERROR and f.kind in (F.TRUNCATED, F.DECODE_ERROR,
+                                                F.CHECKSUM_MISMATCH, F.DAMAGED_TRANSACTION):
+            print(f"binlake: error: {f.file} at byte {f.pos}: {f.message}", file=sys.stderr)
     summary = (f"{len(args.files)} file(s): {errors} error(s), "
                f"{sum(1 for f in findings if f.severity == 'warning')} warning(s)")
     print(f"binlake verify: {'INVALID' if errors else 'valid'}: {summary}", file=sys.stderr)
