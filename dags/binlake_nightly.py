@@ -15,6 +15,36 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 
 from binlake.orchestrate import LAKE_TABLES, archive_asset_uri, dag_config, table_asset_uri
 
+
+class LoadOperator(SparkSubmitOperator):
+    """spark-submit of the load job, whose last stdout line is its summary as one long JSON
+    line: that line is kept out of the task log, which gets the load's human summary
+    instead; the JSON is the task's return value (XCom ``return_value``)."""
+
+    def execute(self, context: Any) -> dict[str, Any] | None:
+        from binlake.orchestrate import load_summary_from_line, load_summary_text
+
+        hook = self._hook = self._get_hook()  # a fresh one: a retry wraps no wrapper
+        found: list[dict[str, Any]] = []
+        log_lines = hook._process_spark_submit_log
+
+        def without_summary(itr: Any) -> Any:
+            for line in itr:
+                summary = load_summary_from_line(line)
+                if summary is None:
+                    yield line
+                else:
+                    found.append(summary)
+
+        hook._process_spark_submit_log = (  # type: ignore[method-assign]
+            lambda itr: log_lines(without_summary(itr)))
+        super().execute(context)
+        if not found:
+            self.log.warning("the load printed no summary line")
+            return None
+        self.log.info("load summary:\n%s", load_summary_text(found[-1]))
+        return found[-1]
+
 CFG = dag_config()
 ARCHIVE = Asset(name=f"binlake_archive_{CFG['source']}", uri=archive_asset_uri(CFG))
 TABLES = [Asset(name=f"{CFG['catalog_name']}.{CFG['namespace']}.{t}",
@@ -40,7 +70,8 @@ Nightly (`{CFG['nightly_cron']}` UTC), for its data interval:
 **Backfill from the UI** ("Trigger DAG" with a config): `files` (binlog names or URIs), or
 `from_file`/`to_file` (names, inclusive), or `from_date`/`to_date` (archive dates, UTC,
 inclusive).  Empty params = this run's data interval.  Airflow's own backfill ("Backfill"
-button or `airflow backfill create`) runs past intervals.  Loads are idempotent, so a
+button or `airflow backfill create`) runs past intervals, without params: each run loads
+the files archived in its interval (by archive time) plus older ones `main` lacks.  Loads are idempotent, so a
 backfill over loaded data leaves the tables as they were.  One run at a time
 (`max_active_runs=1`): XA state flows from each run to the next through the tables.
 """
@@ -96,7 +127,7 @@ with DAG(
     p = plan()
     gate = anything_to_load(p["names"])
 
-    load = SparkSubmitOperator(
+    load = LoadOperator(
         task_id="load",
         conn_id=CFG["spark_conn_id"],
         application=p["application"],
@@ -108,7 +139,9 @@ with DAG(
         doc_md="""
         spark-submit `jobs/load_audited.py`: decodes the planned files on Spark and MERGEs them
         into the Iceberg tables (into the run's branch). Idempotent, so retries are safe. A file
-        that fails to decode is recorded as `failed` and fails the validation step.
+        that fails to decode is recorded as `failed` and fails the validation step. The log ends
+        with the load's summary (files, transactions, rows, pending XAs); the full summary
+        (JSON) is the task's XCom `return_value`.
         """,
     )
 

@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,25 @@ def _workload(srv: Any) -> bool:
     return True
 
 
+def nightly_run(now: datetime | None = None) -> dict[str, Any]:
+    """The keyword arguments of the demo's ``binlake_nightly`` ``dag.test()``.
+
+    The logical date is *now*, never in the future.  ``dag.test()`` gives a run the data
+    interval ``timetable.infer_manual_data_interval(logical_date)``: for the nightly cron that
+    is the last *complete* day before it (``[yesterday 02:00, today 02:00)`` UTC), which does
+    not hold the files archived a moment ago.  The demo used to move the logical date a day
+    ahead to reach them (a run dated tomorrow: negative durations in the UI).  Instead it
+    passes ``to_date`` = today (the trigger form's field): every file archived up to now;
+    files loaded before are skipped by the load (same sha256), so a second demo changes
+    nothing.  The full conf, because in-process ``dag.test()`` keeps an earlier run's
+    params otherwise.
+    """
+    now = now or datetime.now(UTC)
+    return {"logical_date": now,
+            "run_conf": {"files": [], "from_file": None, "to_file": None, "from_date": None,
+                         "to_date": now.astimezone(UTC).date().isoformat()}}
+
+
 def _counts(settings: Any) -> dict[str, int]:
     from binlake.orchestrate import read_table
 
@@ -131,7 +150,7 @@ def main(argv: list[str]) -> int:
         new_files = [o.name for o in archived if o.name not in had]
         print(f"   {ar.state}: {len(archived)} file(s) in the archive {archived[0].uri.rsplit('/', 1)[0] if archived else ''}")
         print("\n== binlake_nightly (dag.test: Spark local[2] -> Iceberg -> validation -> publish)")
-        nr = bag.dags["binlake_nightly"].test(logical_date=datetime.now(UTC) + timedelta(days=1))
+        nr = bag.dags["binlake_nightly"].test(**nightly_run())
         states = {ti.task_id: str(ti.state) for ti in nr.get_task_instances()}
         print(f"   {nr.state}: " + ", ".join(f"{k} {v}" for k, v in states.items()))
     finally:

@@ -255,6 +255,32 @@ def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any
             "jars": ",".join(jars_for(settings)), "spark_conf": conf, "spark_env": env}
 
 
+def load_summary_from_line(line: str) -> dict[str, Any] | None:
+    """The load job's summary when ``line`` is it: ``jobs/load_binlogs.py`` prints
+    ``LoadSummary.to_dict()`` as its last stdout line (one JSON object, long: every file,
+    table, finding).  None for any other line of spark-submit's output."""
+    text = line.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    try:
+        d = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(d, dict) and {"run_id", "source", "files"} <= d.keys():
+        return d
+    return None
+
+
+def load_summary_text(summary: dict[str, Any]) -> str:
+    """The human summary of a load (``binlake.lake.job.summary_text``) from its JSON form."""
+    from dataclasses import fields
+
+    from .lake.job import LoadSummary, summary_text
+
+    known = {f.name for f in fields(LoadSummary)}
+    return summary_text(LoadSummary(**{k: v for k, v in summary.items() if k in known}))
+
+
 # -- validate -------------------------------------------------------------------------------
 
 def files_gate(settings: Settings, plan_: dict[str, Any]) -> list[str]:
