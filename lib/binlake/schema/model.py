@@ -1,0 +1,154 @@
+"""The schema history's data: a table's columns (:class:`SchemaColumn`), one version of a
+table (:class:`Version`), a :class:`Finding`, and :class:`SchemaHistory`, which answers "the
+version of db.table in force at position P" by bisection over each table's versions.
+
+A position is ``(file seq, byte pos)``: the binlog file's sequence number (the digits of its
+extension) and the event's offset in it.  Snapshots sit at ``(-1, 0)``, before any binlog."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Any
+
+Position = tuple[int, int]
+SNAPSHOT_POS: Position = (-1, 0)
+
+
+@dataclass(frozen=True)
+class SchemaColumn:
+    name: str
+    type: str  # the MySQL type, normalised: "int unsigned", "varchar(10)", "enum('a','b')"
+    base: str  # "int", "varchar", "enum", ...
+    nullable: bool = True
+    length: int | None = None  # CHAR/VARCHAR/BINARY/VARBINARY/BIT length, TEXT(n)
+    precision: int | None = None  # DECIMAL/FLOAT(M,D)
+    scale: int | None = None  # DECIMAL/FLOAT(M,D) scale; fractional seconds of temporals
+    unsigned: bool = False
+    charset: str | None = None
+    collation: str | None = None
+    members: tuple[str, ...] | None = None  # ENUM/SET values
+    generated: str | None = None  # "VIRTUAL" | "STORED"
+    invisible: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.name, "type": self.type, "nullable": self.nullable}
+        for k in ("length", "precision", "scale", "charset", "collation", "generated"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        if self.unsigned:
+            d["unsigned"] = True
+        if self.members is not None:
+            d["members"] = list(self.members)
+        if self.invisible:
+            d["invisible"] = True
+        return d
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of a table.  ``exists`` is False from a DROP (or a rename-out) on;
+    ``columns`` is None when the DDL that made this version could not be interpreted (the
+    table's schema is unknown from here: no version is guessed)."""
+
+    db: str
+    table: str
+    incarnation: int
+    start: Position
+    file: str | None
+    ddl: str
+    change: str  # "create", "alter", "rename", "drop", "truncate", "snapshot", "unknown"...
+    columns: tuple[SchemaColumn, ...] | None
+    primary_key: tuple[str, ...] = ()
+    exists: bool = True
+
+    def column(self, name: str) -> SchemaColumn | None:
+        for c in self.columns or ():
+            if c.name.lower() == name.lower():
+                return c
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "db": self.db, "table": self.table, "incarnation": self.incarnation,
+            "start": {"file": self.file, "seq": self.start[0], "pos": self.start[1]},
+            "change": self.change, "exists": self.exists,
+            "columns": None if self.columns is None else [c.to_dict() for c in self.columns],
+            "primary_key": list(self.primary_key), "ddl": self.ddl,
+        }
+        return d
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # "unparsed", "uninterpreted", "unknown_table", "table_map_mismatch", ...
+    message: str
+    file: str | None = None
+    pos: Position | None = None
+    statement: str | None = None
+    table: str | None = None
+    expected: Any = None
+    found: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"finding": self.kind, "message": self.message, "file": self.file}
+        if self.pos is not None:
+            d["seq"], d["pos"] = self.pos
+        for k in ("table", "statement", "expected", "found"):
+            v = getattr(self, k)
+            if v is not None:
+                d[k] = v
+        return d
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.pos[1]}" if self.pos is not None else (self.file or "-")
+        return f"{where}: {self.kind}: {self.message}"
+
+
+def _key(name: str) -> str:
+    return name.lower()
+
+
+@dataclass
+class SchemaHistory:
+    """Every table's versions in position order, and the findings made while building."""
+
+    versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    _starts: dict[tuple[str, str], list[Position]] = field(default_factory=dict)
+
+    def add(self, v: Version) -> None:
+        k = (_key(v.db), _key(v.table))
+        vs = self.versions.setdefault(k, [])
+        starts = self._starts.setdefault(k, [])
+        if starts and v.start < starts[-1]:
+            raise ValueError(f"version of {v.db}.{v.table} at {v.start} before {starts[-1]}")
+        vs.append(v)
+        starts.append(v.start)
+
+    def latest(self, db: str, table: str) -> Version | None:
+        vs = self.versions.get((_key(db), _key(table)))
+        return vs[-1] if vs else None
+
+    def at(self, db: str, table: str, pos: Position) -> Version | None:
+        """The version in force at ``pos`` (the last one starting at or before it), or None
+        when the table did not exist there or nothing is known of it."""
+        k = (_key(db), _key(table))
+        starts = self._starts.get(k)
+        if not starts:
+            return None
+        i = bisect.bisect_right(starts, pos)
+        return self.versions[k][i - 1] if i else None
+
+    def tables(self) -> list[tuple[str, str]]:
+        return sorted(self.versions)
+
+    def current(self) -> dict[tuple[str, str], Version]:
+        """The last version of every table that still exists."""
+        return {k: vs[-1] for k, vs in self.versions.items() if vs[-1].exists}
+
+    def all_versions(self) -> list[Version]:
+        out = [v for vs in self.versions.values() for v in vs]
+        out.sort(key=lambda v: (v.start, v.db, v.table))
+        return out
