@@ -71,6 +71,10 @@ def apply_ddl(history: SchemaHistory, sql: str, *, db: str | None, pos: Position
             _not_interpreted(ctx, text, f"sqlglot cannot parse it: {_plain(exc)}",
                              "unparsed")
             return True
+        if type(tree).__name__ == "Command":  # sqlglot's fallback: it could not parse it
+            _not_interpreted(ctx, text, "sqlglot cannot parse it (read as a bare command)",
+                             "unparsed")
+            return True
         _apply_tree(ctx, tree, text)
     except Uninterpretable as exc:
         _not_interpreted(ctx, text, str(exc), "uninterpreted")
