@@ -81,7 +81,9 @@ def test_alter_forms_rename_swap_and_history_lookup() -> None:
            "ALTER TABLE `T 1` RENAME TO other.u",
            "CREATE TABLE a (i INT)", "CREATE TABLE b (j TEXT NOT NULL)",
            "RENAME TABLE a TO tmp, b TO a, tmp TO b",
-           "TRUNCATE TABLE a", "DROP TABLE IF EXISTS b", "CREATE TABLE b (k DATETIME(6))")
+           "TRUNCATE TABLE a", "DROP TABLE IF EXISTS b", "CREATE TABLE b (k DATETIME(6))",
+           "ALTER TABLE b DISABLE KEYS", "ALTER TABLE `b` ENABLE KEYS",
+           "ALTER TABLE b ADD PARTITION (PARTITION p3 VALUES LESS THAN (30))")
     u = h.latest("other", "u")
     assert u is not None and u.columns is not None
     assert [(c.name, c.type, c.nullable) for c in u.columns] == [

@@ -30,11 +30,12 @@ from .state import (
 )
 from .types import MISREAD_TYPE_WORDS, Uninterpretable, column_from_def
 
-_PARTITION_ONLY = re.compile(
+_NO_COLUMN_CHANGE = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?:(?:ALGORITHM|LOCK)"
     r"\s*=?\s*\w+\s*,?\s*)*(?:ADD|DROP|COALESCE|REORGANIZE|EXCHANGE|ANALYZE|CHECK|OPTIMIZE|"
     r"REBUILD|REPAIR|TRUNCATE|DISCARD|IMPORT|CONVERT)\s+PARTITION\b|^\s*ALTER\s+TABLE\s+\S+\s+"
-    r"(?:REMOVE\s+PARTITIONING|PARTITION\s+BY)\b", re.I | re.S)
+    r"(?:REMOVE\s+PARTITIONING|PARTITION\s+BY|(?:DISABLE|ENABLE)\s+KEYS\s*$|(?:DISCARD|IMPORT)"
+    r"\s+TABLESPACE\s*$)", re.I | re.S)
 
 
 def apply_ddl(history: SchemaHistory, sql: str, *, db: str | None, pos: Position,
@@ -47,9 +48,11 @@ def apply_ddl(history: SchemaHistory, sql: str, *, db: str | None, pos: Position
         return kind == "other"
     if is_temporary(text):
         return True  # temporary tables are not part of the schema history
+    if kind == "database" and leading_words(text, 1) != ["DROP"]:
+        return True  # CREATE / ALTER DATABASE change no table
     ctx = Ctx(history, file, pos, db, sql)
     words = leading_words(text, 3)
-    if kind == "table" and words[0] == "ALTER" and _PARTITION_ONLY.match(text):
+    if kind == "table" and words[0] == "ALTER" and _NO_COLUMN_CHANGE.match(text):
         _touch(ctx, _alter_target(text, ctx), "alter")
         return True
     if kind == "table" and words[0] == "RENAME":

@@ -144,13 +144,6 @@ def leading_words(sql: str, count: int = 4) -> list[str]:
 
 
 DDL_FIRST = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"})
-# objects whose DDL never changes a table's columns or primary key
-NON_TABLE_OBJECTS = frozenset({
-    "VIEW", "TRIGGER", "PROCEDURE", "FUNCTION", "EVENT", "USER", "ROLE", "SERVER",
-    "LOGFILE", "TABLESPACE", "SPATIAL", "FULLTEXT", "SEQUENCE", "RESOURCE", "PACKAGE",
-    "AGGREGATE", "DEFINER", "ALGORITHM", "SQL", "UNDO", "SYNONYM"})
-
-
 def ddl_kind(sql: str) -> str | None:
     """'table', 'database', 'index', 'other' (DDL of other objects) or None (not DDL).
     The text must already be versioned-comment expanded."""
@@ -163,7 +156,7 @@ def ddl_kind(sql: str) -> str | None:
     if w[0] == "RENAME":
         return "table" if rest and rest[0] in ("TABLE", "TABLES") else "other"
     while rest and rest[0] in ("OR", "REPLACE", "TEMPORARY", "ONLINE", "OFFLINE", "IGNORE",
-                               "UNIQUE", "EXTERNAL"):
+                               "UNIQUE", "FULLTEXT", "SPATIAL"):
         rest = rest[1:]
     if not rest:
         return "other"
@@ -177,5 +170,5 @@ def ddl_kind(sql: str) -> str | None:
 
 
 def is_temporary(sql: str) -> bool:
-    w = leading_words(sql, 4)
-    return "TEMPORARY" in w[:3]
+    w = leading_words(sql, 5)
+    return "TEMPORARY" in w[:4]

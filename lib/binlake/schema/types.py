@@ -211,6 +211,10 @@ def check_table_map(tm: Any, version: Version | None, *, mariadb: bool,
         if real is not None and bc.meta and real != bc.type:
             return False, f"column {sc.name!r}: real type differs", \
                 f"{sc.name} {sc.type} -> {T(real).name}", _code_name(bc.type)
+        if bc.nullable != sc.nullable:  # the null bitmap is in every Table_map
+            return False, f"column {sc.name!r}: nullability differs", \
+                f"{sc.name} {'NULL' if sc.nullable else 'NOT NULL'}", \
+                "NULL" if bc.nullable else "NOT NULL"
         if bc.name is not None and bc.name.lower() != sc.name.lower():
             return False, f"column {bc.index + 1}: name differs", sc.name, bc.name
         if (tm.has_full_metadata and sc.base in (*INTEGERS, "decimal", "float", "double")
