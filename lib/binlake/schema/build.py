@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from ..binlog.constants import EventType as E
@@ -73,8 +74,15 @@ def build_history(sources: Iterable[str], *, history: SchemaHistory | None = Non
     # the decoder shares one columns list between the Table_maps of a table: one check per
     # (columns, version) pair; the key's objects are held by the value, so ids stay unique
     memo: dict[tuple[int, int, bool], tuple[Any, Any, tuple[bool, str, Any, Any]]] = {}
-    for index, f in enumerate(expand_sources(sources)):
-        seq = file_seq(f, index)
+    files = expand_sources(sources)
+    seqs = [file_seq(f, i) for i, f in enumerate(files)]
+    if any(b <= a for a, b in pairwise(seqs)):
+        # positions must grow with the stream: keep the order given, number files by it
+        h.findings.append(Finding("file_order", "binlog sequence numbers do not increase in "
+                                  f"the order given ({seqs}); positions use each file's "
+                                  "index in the list instead"))
+        seqs = list(range(len(files)))
+    for f, seq in zip(files, seqs):
         version: tuple[int, int, int] | None = None
         mariadb = False
         try:

@@ -260,9 +260,10 @@ def _rename_table(ctx: Ctx, text: str) -> None:
     words = [(t.text, t.token_type.name) for t in toks]
     i = 0
     pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
+    if_exists = False
     try:
-        if i < len(words) and words[i][0].upper() in ("IF",):
-            raise Uninterpretable("RENAME TABLE IF EXISTS")
+        if i + 1 < len(words) and [w[0].upper() for w in words[:2]] == ["IF", "EXISTS"]:
+            if_exists, i = True, 2  # MariaDB 10.5+: pairs whose source is missing are skipped
         while i < len(words):
             old, i = _read_name(words, i, ctx.db)
             if words[i][0].upper() != "TO":
@@ -274,10 +275,21 @@ def _rename_table(ctx: Ctx, text: str) -> None:
                     raise Uninterpretable(f"unexpected {words[i][0]!r}")
                 i += 1
     except (Uninterpretable, IndexError) as exc:
+        named = [(w, words[j + 2][0] if j + 2 < len(words) and words[j + 1][0] == "." else None)
+                 for j, (w, t) in enumerate(words) if t in ("VAR", "IDENTIFIER")
+                 and w.upper() not in ("TO", "IF", "EXISTS")
+                 and (j == 0 or words[j - 1][0] != ".")]
+        tables = [(a, b) if b is not None else (ctx.db, a) for a, b in named]
         ctx.finding("uninterpreted", f"RENAME TABLE not interpreted ({exc or 'truncated'}); "
-                    "the tables it names are unknown from here")
+                    "the tables it names are unknown from here: "
+                    + ", ".join(f"{d}.{t}" for d, t in tables))
+        for d, t in tables:
+            ctx.unknown(d, t)
         return
     for old, new in pairs:
+        prev = ctx.latest(*old)
+        if if_exists and prev is not None and not prev.exists:
+            continue
         rename(ctx, old, new)
 
 
