@@ -84,11 +84,13 @@ def column_from_is(row: Iterable[Any]) -> SchemaColumn:
      charset, collation, extra) = row
     base = str(data_type).lower()
     ctype = str(column_type).lower()
-    unsigned = "unsigned" in ctype or "zerofill" in ctype
+    unsigned = base in ("tinyint", "smallint", "mediumint", "int", "bigint", "decimal",
+                        "float", "double") and ("unsigned" in ctype or "zerofill" in ctype)
     length = precision = scale = None
     members = None
     if base in ("enum", "set"):
-        inner = ctype[ctype.index("(") + 1: ctype.rindex(")")]
+        raw = str(column_type)  # members keep their case
+        inner = raw[raw.index("(") + 1: raw.rindex(")")]
         members = tuple(m.replace("''", "'") for m in _MEMBERS.findall(inner))
     elif base in ("char", "varchar", "binary", "varbinary"):
         length = int(char_len) if char_len is not None else None

@@ -72,6 +72,8 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
         elif kn == "PrimaryKeyColumnConstraint":
             pk = True
             nullable = False
+        elif kn == "AutoIncrementColumnConstraint":
+            nullable = False  # the server makes an AUTO_INCREMENT column NOT NULL
         elif kn == "ZeroFillColumnConstraint":
             unsigned = True
         elif kn == "CharacterSetColumnConstraint":
@@ -117,8 +119,8 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
         scale = nums[0] if nums else 0
     elif base == "vector":
         length = nums[0] if nums else None
-    if base in ("year",):
-        nums = []
+    if base not in (*INTEGERS, "decimal", "float", "double"):
+        unsigned = False  # "UNSIGNED" in an ENUM member is not a signedness
     return SchemaColumn(name=name, type=render_type(base, length, precision, scale, unsigned,
                                                     members),
                         base=base, nullable=nullable, length=length, precision=precision,
