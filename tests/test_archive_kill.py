@@ -464,8 +464,6 @@ def test_archive_killed_s3(binlogs: Binlogs, tmp_path: Path, seed: int,
     assert tally.mid_copy >= 1, f"seed={seed}: no kill landed mid multipart upload"
 
 
-@pytest.mark.xfail(strict=True, reason="archiver.py: RemoteBinlogSource.local_copy fetches "
-                   "into a new $TMPDIR/binlake-fetch-* per file; a killed run's is never removed")
 def test_archive_killed_remote_fetch_leaves_nothing(binlogs: Binlogs, tmp_path: Path) -> None:
     """``--from-server``: the files come through ``mariadb-binlog --raw`` into a temporary
     directory (the process group's kill takes the client too).  A run killed while a fetched

@@ -21,11 +21,13 @@ archiving everything else; later runs list it as known and succeed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -192,16 +194,60 @@ class RemoteBinlogSource:
 
     @contextmanager
     def local_copy(self, f: SourceFile) -> Iterator[Path]:
-        tmp = Path(tempfile.mkdtemp(prefix="binlake-fetch-"))
-        try:
+        with fetch_dir() as tmp:
             self._run([self.tool, "--no-defaults", "--read-from-remote-server", "--raw",
                        *self._conn_args(), f"--result-file={tmp}/", f.name])
             path = tmp / f.name
             if not path.exists():
                 raise ArchiveError(f"{self.tool} wrote no {f.name} for {self.label}")
             yield path
+
+
+FETCH_DIR = "binlake-fetch"
+_UNLOCKED_AGE = 3600.0  # a fetch directory without its lock file (killed in between)
+
+
+@contextmanager
+def fetch_dir() -> Iterator[Path]:
+    """A directory of its own under ``$TMPDIR/binlake-fetch/`` for one fetched binlog,
+    removed afterwards.  Its ``.lock`` is flocked while it lives; the kernel drops that lock
+    when the process dies, so directories whose lock can be taken are a killed run's (with a
+    whole binlog in them, maybe): removed here first."""
+    import fcntl
+
+    parent = Path(tempfile.gettempdir()) / FETCH_DIR
+    parent.mkdir(exist_ok=True)
+    for old in parent.iterdir():
+        lock = old / ".lock"
+        try:
+            fd = os.open(lock, os.O_RDWR)
+        except FileNotFoundError:
+            try:
+                stale = time.time() - old.stat().st_mtime > _UNLOCKED_AGE
+            except OSError:
+                continue
+            if stale:
+                shutil.rmtree(old, ignore_errors=True)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live run's
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            os.close(fd)
+        shutil.rmtree(old, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=parent))
+    fd = os.open(tmp / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # only when empty
 
 
 @dataclass
