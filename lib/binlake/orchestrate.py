@@ -374,9 +374,10 @@ def _validate_json(argv: Sequence[str]) -> int:
 
 def publish(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
     """Make the night visible: fast-forward ``main`` of every lake table to the run's branch
-    and drop the branch (``binlake publish --branch B``; a retry after it succeeded finds the
-    branch gone and does nothing)."""
-    cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"]]
+    and drop the branch (``binlake publish --branch B --if-exists``: a retry after it
+    succeeded, or a night that wrote nothing, finds no branch and does nothing)."""
+    cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"],
+           "--if-exists"]
     config = os.environ.get("BINLAKE_CONFIG")
     if config:
         cmd += ["--config", config]

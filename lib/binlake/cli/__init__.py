@@ -1,4 +1,4 @@
-"""The ``binlake`` command line: one module per family of verbs (:mod:`.decode`,
+"""The ``binlake`` command line: one module per family of verbs (:mod:`.decode`, :mod:`.schema`,
 :mod:`.lake`, :mod:`.validate`, :mod:`.archive`), this one builds the parser and runs a verb.
 
 Every failure ends as one line on stderr, never a traceback (``--debug`` adds the stack):
@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Sequence
 
 from .. import __version__
-from . import archive, decode, lake, validate
+from . import archive, decode, lake, schema, validate
 from .common import CliError, Parser, UsageError, is_spark_error, one_line
 
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     decode.add_parsers(sub)
+    schema.add_parsers(sub)
     lake.add_parsers(sub)
     validate.add_parsers(sub)
     archive.add_parsers(sub)

@@ -38,6 +38,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                         "drop B (--discard: drop B, main unchanged). See docs/lake.md.")
     pb.add_argument("--branch", required=True, metavar="B")
     pb.add_argument("--discard", action="store_true")
+    pb.add_argument("--if-exists", action="store_true",
+                    help="no table having branch B is not an error (a retry after it was "
+                    "published, a run that wrote nothing: what the nightly DAG passes)")
     pb.add_argument("--config", metavar="F", help="TOML settings file")
     pb.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
     pb.set_defaults(func=cmd_publish)
@@ -180,6 +183,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
         if is_spark_error(exc):
             raise lake_failure(settings, exc) from exc
         raise
+    if not done and args.if_exists:
+        print(f"branch {args.branch}: no table of the lake has it: nothing to "
+              f"{'discard' if args.discard else 'publish'}")
+        return 0
     if not done:
         raise CliError(f"branch {args.branch}: no table of the lake has it (nothing to "
                        f"{'discard' if args.discard else 'publish'}; binlake load --branch "
