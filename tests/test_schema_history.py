@@ -360,20 +360,16 @@ def test_mysql8_corpus_table_maps_after_create_agree() -> None:
 
 def test_cli_schema_json_lines(capsysbinary: pytest.CaptureFixture[bytes],
                                tmp_path: Path) -> None:
-    """cli/schema.py on a corpus file (through its own parser: cli/__init__.py wires it)."""
-    import argparse
+    """``binlake schema`` on a corpus file, with a mysqldump snapshot."""
     import json
 
-    from binlake.cli import schema as cli_schema
+    from binlake.cli import main
 
     require_corpus()
     f = CORPUS / "mysql-8.0" / "std_data" / "replicated-bin.000001"
     snap = tmp_path / "dump.sql"
     snap.write_text("USE mtr;\nCREATE TABLE test_suppressions (pattern VARCHAR(255) NOT NULL);\n")
-    p = argparse.ArgumentParser()
-    cli_schema.add_parsers(p.add_subparsers())
-    args = p.parse_args(["schema", "--snapshot", str(snap), str(f)])
-    assert args.func(args) == 0
+    assert main(["schema", "--snapshot", str(snap), str(f)]) == 0
     out, err = capsysbinary.readouterr()
     lines = [json.loads(x) for x in out.splitlines()]
     versions = [x["version"] for x in lines if "version" in x]
