@@ -76,6 +76,11 @@ def fs_path(uri: str) -> str:
 
 
 def _loaded_tables(spark: Any, settings: Settings) -> list[str]:
+    """The tables loads write (none while the namespace does not exist: a load killed
+    before it made any)."""
+    spaces = spark.sql(f"SHOW NAMESPACES IN {settings.catalog_name}").collect()
+    if settings.namespace not in {r[0] for r in spaces}:
+        return []
     rows = spark.sql(f"SHOW TABLES IN {settings.catalog_name}.{settings.namespace}").collect()
     return sorted(r["tableName"] for r in rows
                   if r["tableName"] in DDL or LOADED_TABLES.match(r["tableName"]))
