@@ -71,9 +71,9 @@ Nightly (`{CFG['nightly_cron']}` UTC), for its data interval:
 `from_file`/`to_file` (names, inclusive), or `from_date`/`to_date` (archive dates, UTC,
 inclusive).  Empty params = this run's data interval.  Airflow's own backfill ("Backfill"
 button or `airflow backfill create`) runs past intervals, without params: each run loads
-the files archived in its interval (by archive time) plus older ones `main` lacks.  Loads are idempotent, so a
-backfill over loaded data leaves the tables as they were.  One run at a time
-(`max_active_runs=1`): XA state flows from each run to the next through the tables.
+the files archived in its interval (by archive time) plus older ones `main` lacks.  Loads
+are idempotent, so a backfill over loaded data leaves the tables as they were.  One run at a
+time (`max_active_runs=1`): XA state flows from each run to the next through the tables.
 """
 
 PARAMS = {
