@@ -107,6 +107,9 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
                           expected=f"a Table_map for table id {table_id}", actual=None,
                           raw=body[:32], cls=MissingTableMapError)
     ncols, p = packed_len(body, p)
+    if ncols != len(tm.columns):  # before the bitmaps: a damaged count can be 2**64
+        raise ctx.corrupt("rows event column count differs from its Table_map", pos,
+                          expected=len(tm.columns), actual=ncols)
     nbytes = (ncols + 7) >> 3
     everything = (1 << ncols) - 1
     present = int.from_bytes(body[p:p + nbytes], "little") & everything  # drop padding bits
@@ -116,9 +119,6 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
     if is_update and type_code not in _PRE_GA:  # pre-GA updates had a single bitmap
         present_after = int.from_bytes(body[p:p + nbytes], "little") & everything
         p += nbytes
-    if ncols != len(tm.columns):
-        raise ctx.corrupt("rows event column count differs from its Table_map", pos,
-                          expected=len(tm.columns), actual=ncols)
     data = body
     if type_code in _COMPRESSED:
         # Everything after the bitmaps is one compressed record (log_event.cc,
