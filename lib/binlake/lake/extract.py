@@ -887,6 +887,18 @@ def _uri(location: str, name: str) -> str:
     return f"{location.rstrip('/')}/{name}"
 
 
+def fs_path(uri: str) -> str:
+    """A data file or directory URI as a path of the pyarrow filesystem
+    :func:`data_filesystem` gives for it (``s3://b/k`` -> ``b/k``, ``file:///p`` or
+    ``file:/p`` -> ``/p``)."""
+    if "://" in uri and not uri.startswith("file:"):
+        return uri.split("://", 1)[1]
+    path = uri[len("file:"):] if uri.startswith("file:") else uri
+    while path.startswith("//"):
+        path = path[1:]
+    return path
+
+
 def data_filesystem(location: str, s3_endpoint: str | None = None) -> tuple[Any, str]:
     """(pyarrow filesystem, path in it) of a data directory URI."""
     import pyarrow.fs as pafs
@@ -902,10 +914,8 @@ def data_filesystem(location: str, s3_endpoint: str | None = None) -> tuple[Any,
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if region:
             kw["region"] = region
-        return pafs.S3FileSystem(**kw), location.split("://", 1)[1]
-    path = location[len("file:"):] if location.startswith("file:") else location
-    while path.startswith("//"):
-        path = path[1:]
+        return pafs.S3FileSystem(**kw), fs_path(location)
+    path = fs_path(location)
     local = pafs.LocalFileSystem()
     local.create_dir(path, recursive=True)
     return local, path

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
+from .extract import fs_path
 from .tables import DDL
 
 log = logging.getLogger(__name__)
@@ -62,17 +63,6 @@ class DeadRun:
 
         since = calendar.timegm(time.strptime(m.group(3), "%Y-%m-%dT%H:%M:%SZ"))
         return cls(m.group(1), m.group(2), float(since))
-
-
-def fs_path(uri: str) -> str:
-    """A data file URI as a path of the pyarrow filesystem :func:`extract.data_filesystem`
-    gives for it (``s3://b/k`` -> ``b/k``, ``file:///p`` or ``file:/p`` -> ``/p``)."""
-    if "://" in uri and not uri.startswith("file:"):
-        return uri.split("://", 1)[1]
-    path = uri[len("file:"):] if uri.startswith("file:") else uri
-    while path.startswith("//"):
-        path = path[1:]
-    return path
 
 
 def _loaded_tables(spark: Any, settings: Settings) -> list[str]:
