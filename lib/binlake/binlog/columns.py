@@ -84,9 +84,18 @@ class TableMap:
     columns: list[Column]
     primary_key: list[int] | None = None
     primary_key_prefixes: list[int] | None = None
-    has_full_metadata: bool = False
+    has_full_metadata: bool = False  # the optional metadata names the columns
+    has_signedness: bool = False  # ... and says which numeric columns are unsigned
+    # The schema history version that named the columns of a Table_map logged without names
+    # (binlake.schema.names), or None
+    schema_version: Any = None
     # Compiled row readers, keyed by the columns-present bitmap (see rowcodec).
     readers: dict[Any, Any] = field(default_factory=dict)
+
+    @property
+    def named(self) -> bool:
+        """The columns have their names: from the binlog or from a schema history."""
+        return self.has_full_metadata or self.schema_version is not None
 
     @property
     def column_names(self) -> list[str]:

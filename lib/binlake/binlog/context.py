@@ -8,16 +8,25 @@ from .errors import BinlogError, CorruptEventError
 from .fde import FormatDescription
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .columns import TableMap
+
+    TableMapHook = Callable[[TableMap, int, FormatDescription], TableMap]
 
 
 class DecodeContext:
-    __slots__ = ("fde", "file", "flags", "server_id", "table_maps", "type_code")
+    __slots__ = ("fde", "file", "flags", "server_id", "table_map_hook", "table_maps",
+                 "type_code")
 
-    def __init__(self, file: str, fde: FormatDescription) -> None:
+    def __init__(self, file: str, fde: FormatDescription,
+                 table_map_hook: TableMapHook | None = None) -> None:
         self.file = file
         self.fde = fde
         self.table_maps: dict[int, TableMap] = {}
+        # called with every decoded Table_map, its event's position and the FDE in force;
+        # what it returns is the TableMap the rows events use (see BinlogReader)
+        self.table_map_hook = table_map_hook
         self.flags = 0  # common-header flags of the event being decoded
         self.type_code = 0
         self.server_id = 0  # common-header server_id of the event being decoded

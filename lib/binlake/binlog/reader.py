@@ -133,12 +133,17 @@ class BinlogReader:
 
     ``decode`` selects which event types get their bodies decoded (``None``: all); the others
     are yielded with ``data == {}``, which makes a header-only scan cheap.
+
+    ``table_map_hook(tm, pos, fde)`` is called with every decoded Table_map; the TableMap it
+    returns is the one the rows events are decoded with (a schema history names the columns
+    of a Table_map logged without names: :mod:`binlake.schema.names`).
     """
 
     def __init__(self, source: str | os.PathLike[str], *, start: int | None = None,
                  stop: int | None = None, verify_checksums: bool = True, strict: bool = False,
                  decode: Iterable[int] | None = None, name: str | None = None,
-                 tap: HashTap | None = None) -> None:
+                 tap: HashTap | None = None, table_map_hook: Any = None) -> None:
+        self.table_map_hook = table_map_hook
         self.source = os.fspath(source)
         self.tap = tap  # gets the stored bytes read (whole file reads only: no start/stop)
         self.start = start
@@ -211,7 +216,7 @@ class BinlogReader:
             fde = parse_fde(body, file=self.source, offset=pos + V4_HEADER_LEN)
         self.fde = fde
         self.in_use = bool(flags & LOG_EVENT_BINLOG_IN_USE_F)
-        self.ctx = DecodeContext(self.source, fde)
+        self.ctx = DecodeContext(self.source, fde, self.table_map_hook)
         error = None
         checksum = None
         if fde.has_checksum:

@@ -10,6 +10,7 @@ MariaDB 10.5+), optional metadata as TLV fields up to the end of the body.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 
 from .columns import _NUMERIC, Column, TableMap, _resolve_meta
 from .constants import ColumnType as T
@@ -68,10 +69,7 @@ def decode_table_map(ctx: DecodeContext, body: bytes, pos: int) -> TableMap:
         _CACHE.move_to_end(key)
         if cached.table_id == table_id:
             return cached
-        tm = TableMap(table_id, cached.db, cached.table, cached.flags, cached.columns,
-                      cached.primary_key, cached.primary_key_prefixes, cached.has_full_metadata,
-                      cached.readers)
-        return tm
+        return replace(cached, table_id=table_id)
     try:
         tm = _parse(ctx, body, pos, tid_size, table_id)
     except ShortBuffer as exc:
@@ -189,6 +187,7 @@ def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, po
         data = body[p:p + flen]
         p += flen
         if ftype == SIGNEDNESS:
+            tm.has_signedness = True
             for c, bit in zip(numeric, _msb_bits(data, len(numeric))):
                 c.unsigned = bit
         elif ftype in (DEFAULT_CHARSET, COLUMN_CHARSET):

@@ -45,6 +45,22 @@ class SchemaColumn:
             d["invisible"] = True
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SchemaColumn:
+        """The inverse of :meth:`to_dict`."""
+        t = str(d["type"])
+        members = d.get("members")
+        return cls(str(d["name"]), t, str(d.get("base") or _base_of(t)),
+                   bool(d.get("nullable", True)), d.get("length"), d.get("precision"),
+                   d.get("scale"), bool(d.get("unsigned", False)), d.get("charset"),
+                   d.get("collation"), tuple(members) if members is not None else None,
+                   d.get("generated"), bool(d.get("invisible", False)))
+
+
+def _base_of(type_text: str) -> str:
+    """``int`` of ``int unsigned``, ``varchar`` of ``varchar(20)``."""
+    return type_text.split("(", 1)[0].split(" ", 1)[0].lower()
+
 
 @dataclass(frozen=True)
 class Version:
@@ -78,6 +94,18 @@ class Version:
             "primary_key": list(self.primary_key), "ddl": self.ddl,
         }
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Version:
+        """The inverse of :meth:`to_dict` (a ``binlake schema`` line's ``version``, a
+        snapshot line, a row of the lake's ``schema_history``)."""
+        start = d["start"]
+        cols = d.get("columns")
+        return cls(str(d["db"]), str(d["table"]), int(d.get("incarnation") or 1),
+                   (int(start["seq"]), int(start["pos"])), start.get("file"),
+                   str(d.get("ddl") or ""), str(d.get("change") or "snapshot"),
+                   None if cols is None else tuple(SchemaColumn.from_dict(c) for c in cols),
+                   tuple(d.get("primary_key") or ()), bool(d.get("exists", True)))
 
 
 @dataclass(frozen=True)

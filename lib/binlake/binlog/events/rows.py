@@ -49,6 +49,8 @@ def op_of(type_code: int) -> str:
 @register(E.TABLE_MAP)
 def table_map(ctx: DecodeContext, body: bytes, pos: int) -> dict[str, Any]:
     tm = decode_table_map(ctx, body, pos)
+    if ctx.table_map_hook is not None:
+        tm = ctx.table_map_hook(tm, pos, ctx.fde)
     ctx.table_maps[tm.table_id] = tm
     # The column list is rendered only when an event is printed (render.event_dict):
     # MariaDB logs a Table_map per transaction, and most readers only need the TableMap.
