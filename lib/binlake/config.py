@@ -71,6 +71,12 @@ class Settings:
     data_docs_dir: str = ""
     # Tables on non-transactional engines the binlog's own DDL does not show ("db.table")
     nontransactional: tuple[str, ...] = ()
+    # Schema snapshots of the source (docs/schema.md): files or s3:// objects, each the
+    # JSON Lines `binlake schema snapshot` writes or `mysqldump --no-data` output (the schema
+    # before the first binlog); they name the columns of tables created before the archive
+    # begins.  Snapshots stored beside the binlogs (`_schema/` under a source directory or
+    # prefix) are found without this.
+    schema_snapshots: tuple[str, ...] = ()
     # Archiving and orchestration (docs/orchestration.md)
     archive_uri: str = ""  # default: <home>/archive (a local directory); or s3://bucket/prefix
     archive_source_dir: str = ""  # the source server's binlog directory or its .index file
