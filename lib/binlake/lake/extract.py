@@ -23,6 +23,8 @@ from ..binlog.errors import BinlogError, TruncatedError
 from ..binlog.reader import BinlogReader
 from ..binlog.render import _default as _render_default
 from ..binlog.source import HashTap
+from ..schema.model import SchemaHistory
+from ..schema.names import TableMapNamer
 from ..txn.boundary import query_keyword
 from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_event
 from ..txn.engines import EngineTracker
@@ -166,7 +168,7 @@ def txn_record(t: Transaction, counts: dict[str, dict[str, int]] | None = None
 
 
 DdlEvent = tuple[int, "str | None", str]  # (position, default database, statement)
-DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME")
+DDL_WORDS = ("CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE")
 
 
 def ddl_events(uri: str) -> list[DdlEvent]:
@@ -196,10 +198,11 @@ def layout_record(tm: Any, seq: int, pos: int) -> dict[str, Any]:
     names = tm.column_names
     return {"db": tm.db, "tbl": tm.table, "columns": [c.describe() for c in tm.columns],
             "primary_key": [names[i] for i in tm.primary_key] if tm.primary_key else None,
-            "has_names": tm.has_full_metadata, "seq": seq, "pos": pos}
+            "has_names": tm.named, "signedness": tm.has_signedness, "seq": seq, "pos": pos}
 
 
-def survey_scan(uri: str, seq: int, tap: HashTap | None = None
+def survey_scan(uri: str, seq: int, tap: HashTap | None = None,
+                facts: dict[str, Any] | None = None
                 ) -> tuple[list[DdlEvent], list[dict[str, Any]]]:
     """One pass over a file for the driver's plan: its DDL statements (as
     :func:`ddl_events`) and its table layouts (:func:`layout_record`, for the
@@ -207,14 +210,15 @@ def survey_scan(uri: str, seq: int, tap: HashTap | None = None
     Table_map events are decoded (Table_maps from a cache: the server logs the same one in
     every transaction), and compressed transactions are opened for their Table_maps.  A
     damaged file gives what comes before the damage (its decode reports it).  ``tap``
-    gets the file's stored bytes as they are read (see :class:`binlake.binlog.source.HashTap`)."""
+    gets the file's stored bytes as they are read (see :class:`binlake.binlog.source.HashTap`).
+    ``facts`` gets the file's ``server_version`` and ``flavor``."""
     ddl: list[DdlEvent] = []
     layouts: list[dict[str, Any]] = []
     last: dict[tuple[str, str], Any] = {}  # (db, table) -> (TableMap, layout key)
+    reader = BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED, E.TABLE_MAP,
+                                       E.TRANSACTION_PAYLOAD}, verify_checksums=False, tap=tap)
     try:
-        for ev in BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED, E.TABLE_MAP,
-                                            E.TRANSACTION_PAYLOAD}, verify_checksums=False,
-                                tap=tap):
+        for ev in reader:
             t = ev.type_code
             if t == E.TABLE_MAP:
                 tm = ev.data.get("_table_map")
@@ -233,6 +237,8 @@ def survey_scan(uri: str, seq: int, tap: HashTap | None = None
                 _note_ddl(ddl, ev)
     except BinlogError:
         pass
+    if facts is not None and reader.fde is not None:
+        facts.update(server_version=reader.fde.server_version, flavor=reader.fde.flavor)
     return ddl, layouts
 
 
@@ -312,11 +318,13 @@ _SEEN_MAX = 10_000  # statement keys _statements remembers
 
 def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                                                   list[tuple[str, Any]]] | None = None,
-                 flush_bytes: int = FLUSH_BYTES) -> list[tuple[str, Any]]:
+                 flush_bytes: int = FLUSH_BYTES, history: SchemaHistory | None = None
+                 ) -> list[tuple[str, Any]]:
     """All records of one range (see the module doc).  With ``flush``, the records so far
     go to ``flush`` after the event that ends ``flush_bytes`` or more bytes past the last
     flush (or the range's start), and the last ones at the end; what it returns is kept in
-    their place."""
+    their place.  ``history`` names the columns of Table_maps logged without names
+    (:class:`binlake.schema.names.TableMapNamer`; its findings become FINDING records)."""
     out: list[tuple[str, Any]] = []
     kept: list[tuple[str, Any]] = []
     flushed_at = task.start
@@ -326,7 +334,9 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
     builder = GroupBuilder(engines, spill_bytes=flush_bytes if flush is not None else None,
                            spill_rows=FLUSH_ROWS)
     builder.begin_file(task.file, task.seq)
-    reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
+    namer = TableMapNamer(history, task.seq, task.file) if history is not None else None
+    reader = BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file,
+                          table_map_hook=namer)
     pks: dict[tuple[str, str], list[str] | None] = {}
     statements_seen: set[tuple[int, int | None]] = set()
     utf8: dict[int, list[Any]] = {}  # statement texts' logged UTF-8 bytes
@@ -389,6 +399,10 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
     for f in builder.findings:
         out.append((FINDING, {"kind": f.kind, "file": f.file, "pos": f.pos,
                               "message": f.message, "severity": f.severity}))
+    for sf in namer.findings if namer is not None else ():
+        out.append((FINDING, {"kind": sf.kind, "file": sf.file,
+                              "pos": sf.pos[1] if sf.pos else None, "message": sf.message,
+                              "severity": "warning", "table": sf.table}))
     for t in builder.incomplete:
         out.append((FINDING, {"kind": "incomplete_transaction", "file": t.part.file,
                               "pos": t.part.begin_pos, "severity": "error",
@@ -525,7 +539,8 @@ def _arrow_schema() -> Any:
     return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
 
 
-def decode_tasks_arrow(batches: Any, sink: DataSink) -> Any:
+def decode_tasks_arrow(batches: Any, sink: DataSink, history: SchemaHistory | None = None
+                       ) -> Any:
     """mapInArrow function: task rows in, record batches (WIDE_FIELDS) out.  The row
     changes, transactions, statements and XA prepares are written as Parquet data files by
     this executor (:meth:`DataSink.write_records`); a WRITTEN record per data file comes out
@@ -550,7 +565,7 @@ def decode_tasks_arrow(batches: Any, sink: DataSink) -> Any:
                 return kept
 
             try:
-                records = decode_range(task, flush, sink.flush_bytes)
+                records = decode_range(task, flush, sink.flush_bytes, history)
             finally:
                 gc.enable()
             yield from wide_batches(records)

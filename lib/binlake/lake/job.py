@@ -39,6 +39,7 @@ from ..txn.spill import undo_changes
 from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
+from . import schemas as S
 from .commit import add_data_files, remove_files, table_out
 from .lock import load_lock, lock_is_global
 from .orphans import DeadRun, remove_orphans
@@ -174,11 +175,13 @@ def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
         ranges = str(exc)
     ddl: list[X.DdlEvent] = []
     layouts: list[dict[str, Any]] = []
+    fde: dict[str, Any] = {}
     tap = HashTap()  # the scan reads every byte: the sha256 comes from the same read
     if not isinstance(ranges, str):
-        ddl, layouts = X.survey_scan(uri, binlog_file(uri).seq, tap)
+        ddl, layouts = X.survey_scan(uri, binlog_file(uri).seq, tap, fde)
     sha, size, recorded = _sha256(uri, tap)
-    return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl, "layouts": layouts}
+    return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl, "layouts": layouts,
+            "fde": fde}
 
 
 # -- the job ----------------------------------------------------------------------------------
@@ -435,12 +438,19 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                                      tuple(settings.nontransactional), all_seeds[f.name][k]))
     summary.ranges = len(tasks)
     seqs = sorted({f.seq for f in files})
-    # The typed tables' schemas, from the layouts the survey found in the files to decode:
-    # then the decode tasks convert and write the typed changelogs themselves.
+    # The schema history the files are decoded with: what earlier runs stored, the
+    # snapshots, then the DDL of the files given (lake/schemas.py).
+    run_history = _run_history(spark, settings, everything, surveys, splittable, seq_of)
+    summary.findings += _history_findings(settings, run_history.findings)
+    # The typed tables' schemas, from the layouts the survey found in the files to decode
+    # (columns named by the history where the binlog has no names): then the decode tasks
+    # convert and write the typed changelogs themselves.
     from . import typed
 
-    layouts_seen = [lay for f in files if f.name not in failed
-                    for lay in surveys[f.name]["layouts"]]
+    layouts_seen = S.name_layouts(
+        run_history.history,
+        [lay for f in files if f.name not in failed for lay in surveys[f.name]["layouts"]],
+        {seq_of[n]: surveys[n].get("fde") for n in splittable})
     phase("plan")
     stage_root = _stage_root(settings, run_id)
     prepared = typed.prepare(spark, settings, layouts_seen, run_id, seqs, stage_root)
@@ -448,12 +458,46 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     try:
         _decode_and_write(spark, settings, run_id, summary, files, tasks, seqs,
                           failed, hashes, n_ranges, prepared, phase, end_engines,
-                          _later_loaded(loaded, files))
+                          _later_loaded(loaded, files), run_history)
     finally:
         if stage_root is not None:
             clean_staging(stage_root)
     summary.files = sorted(summary.files + others, key=lambda f: (f["seq"], f["file"]))
     _summarize(spark, settings, summary, everything)
+
+
+def _run_history(spark: Any, settings: Settings, everything: list[BinlogFile],
+                 surveys: dict[str, dict[str, Any]], splittable: list[str],
+                 seq_of: dict[str, int]) -> S.RunHistory:
+    """The schema history of this run (lake/schemas.py): the stored versions before its
+    first file, the configured snapshots, the DDL of its files in order."""
+    order = sorted(splittable, key=lambda n: seq_of[n])
+    first = seq_of[order[0]] if order else min(f.seq for f in everything)
+    snapshots = [v for uri in settings.schema_snapshots for v in S.read_snapshot_file(uri)]
+    return S.build_run_history(
+        S.stored_history(spark, settings, first), snapshots,
+        [(n, seq_of[n], surveys[n].get("fde"), surveys[n]["ddl"]) for n in order])
+
+
+def _history_findings(settings: Settings, findings: list[Any]) -> list[dict[str, Any]]:
+    return [{"kind": f"schema_{f.kind}", "severity": "warning", "file": f.file,
+             "pos": f.pos[1] if f.pos else None, "message": f.message,
+             "table": f.table, "statement": f.statement, "source": settings.source}
+            for f in findings]
+
+
+def _dedupe(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The schema findings of the decode tasks once per table and message (every range
+    that reads the table's Table_maps makes them)."""
+    out, seen = [], set()
+    for f in findings:
+        if f.get("kind") in ("no_schema", "table_map_mismatch"):
+            key = (f["kind"], f.get("table"), f.get("message"))
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(f)
+    return out
 
 
 def _stage_root(settings: Settings, run_id: str) -> str | None:
@@ -511,7 +555,8 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       files: list[BinlogFile], tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
                       hashes: dict[str, tuple[str, int, str | None]],
                       n_ranges: dict[str, int], prepared: Any, phase: Any,
-                      end_engines: dict[str, X.EngineState], later_loaded: bool) -> None:
+                      end_engines: dict[str, X.EngineState], later_loaded: bool,
+                      run_history: S.RunHistory) -> None:
     from . import typed
 
     source = settings.source
@@ -533,7 +578,8 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       [spec.table for spec in prepared.fast.values()])
     sink.typed = prepared.fast
     phase("sink")
-    records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink), X.WIDE_SCHEMA)
+    records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink,
+                                          history=run_history.history), X.WIDE_SCHEMA)
     # Decoded once, read twice (the small facts, the XA prepares): cached, in memory while
     # it fits and on disk beyond (Spark's storage memory bounds it).
     records = records.persist(StorageLevel.MEMORY_AND_DISK)
@@ -553,7 +599,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     for info in ranges_info:
         if info["error"] and info["file"] not in failed:
             failed[info["file"]] = info["error"]
-    summary.findings += [dict(r, source=source) for k, r in small if k == X.FINDING]
+    summary.findings += _dedupe([dict(r, source=source) for k, r in small if k == X.FINDING])
     typed_stats = [r for k, r in small if k == X.TYPED]
     bad = sorted(failed)
     written = [r for k, r in small if k == X.WRITTEN]
@@ -625,6 +671,12 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"]
                ).writeTo(settings.table(TRANSACTIONS)).append()
 
+    # The schema versions that start in these files (a rerun replaces its own).
+    good_seqs = [f.seq for f in files if f.name not in failed]
+    S.store_versions(spark, settings, [v for v in run_history.new
+                                       if v.start[0] not in {f.seq for f in files
+                                                             if f.name in failed}],
+                     seqs, run_id)
     phase("write")
     # Typed per-table changelog and mirror tables (when the binlog names the columns).
     if prepared.jobs:
@@ -633,6 +685,14 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
             [w for w in to_add if w["table"] not in RECORD_TABLES],
             lambda table, written: add_data_files(spark, settings, table, written, run_id),
             run_id)
+    # TRUNCATE / DROP / rename-away empty the mirror of what was written before them
+    # (and a mirror built whole in this run, of every such change in the history)
+    built = [tuple(name.split(".", 1)) for name, rep in summary.typed.get("tables", {}).items()
+             if rep.get("mirror") and rep["mirror"] in rep.get("created", ())]
+    cleared = typed.clear_mirrors(spark, settings, S.lifecycle(
+        run_history.history, set(good_seqs), built))
+    if cleared:
+        summary.typed.setdefault("cleared", cleared)
 
     phase("typed")
     # Files last: a file's row says "loaded" only once its data is in.

@@ -17,6 +17,7 @@ ROW_CHANGES = "row_changes"
 XA_PREPARES = "xa_prepares"
 XA_PENDING = "xa_pending"
 STATEMENTS = "statements"
+SCHEMA_HISTORY = "schema_history"
 
 DDL: dict[str, tuple[str, str]] = {
     FILES: ("""
@@ -55,6 +56,13 @@ DDL: dict[str, tuple[str, str]] = {
         prepare_seq INT, prepare_pos BIGINT, prepare_file STRING, prepare_gtid STRING,
         prepared_ts TIMESTAMP, age_seconds DOUBLE, rows BIGINT, as_of_file STRING,
         run_id STRING""", "source"),
+    # one row per version of a source table's schema (docs/lake.md "Schema history");
+    # `version` is the whole version as JSON (binlake.schema.Version.to_dict)
+    SCHEMA_HISTORY: ("""
+        source STRING NOT NULL, db STRING NOT NULL, tbl STRING NOT NULL, incarnation INT,
+        start_file STRING, start_seq INT NOT NULL, start_pos BIGINT NOT NULL, change STRING,
+        `exists` BOOLEAN, columns STRING, primary_key ARRAY<STRING>, ddl STRING,
+        version STRING, run_id STRING""", "source"),
 }
 
 

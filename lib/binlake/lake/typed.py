@@ -529,15 +529,22 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
         "db", "tbl", "seq", "pos", "layout").collect()} if has_snapshots(spark, table) else {}
     defs: dict[str, dict[str, Any]] = {}
     new = {}
+    changed = []
     for r in tables_seen:
         lid = _layout_id(r)
         defs[lid] = r
         key = (r["db"], r["tbl"], int(r["seq"]), int(r["pos"]))
-        if key not in points:
+        if points.get(key) != lid:
+            if key in points:  # named now (a schema history), or a file's bytes changed
+                changed.append(key)
             points[key] = lid
             new[key] = (settings.source, *key, lid, orjson.dumps(r["columns"]).decode(),
                         orjson.dumps(r.get("primary_key")).decode(),
                         bool(r.get("has_names")), run_id)
+    if changed:
+        delete_where(spark, table, f"source = {lit(settings.source)} AND (" + " OR ".join(
+            f"(db = {lit(d)} AND tbl = {lit(t)} AND seq = {s} AND pos = {p})"
+            for d, t, s, p in changed) + ")")
     if new:
         spark.createDataFrame(list(new.values()), spark.table(table).schema) \
             .writeTo(table).append()
@@ -1183,3 +1190,21 @@ def _apply_mirror(spark: Any, settings: Settings, src: Any, mirror: str, pk_slot
         f"WHEN MATCHED AND s.{OP} <> 'delete' AND {newer} THEN UPDATE SET {', '.join(sets)} "
         f"WHEN NOT MATCHED AND s.{OP} <> 'delete' THEN INSERT "
         f"({', '.join(q(c) for c in ins)}) VALUES ({', '.join('s.' + q(c) for c in ins)})")
+
+
+def clear_mirrors(spark: Any, settings: Settings,
+                  points: dict[tuple[str, str], tuple[int, int]]) -> dict[str, str]:
+    """Table lifecycle (docs/lake.md): a TRUNCATE, DROP, re-CREATE or rename at binlog
+    position ``(seq, pos)`` leaves the table without the rows it had before: the mirror
+    loses every row whose last change is older (rows written after it stay).  Idempotent.
+    Returns ``db.tbl`` -> ``"seq,pos"`` of the mirrors that lost rows."""
+    out: dict[str, str] = {}
+    for (db, tbl), (seq, pos) in sorted(points.items()):
+        mirror = settings.table(table_names(db, tbl)[1])
+        if not _exists(spark, mirror):
+            continue
+        cond = (f"_source = {lit(settings.source)} AND (_order_seq < {int(seq)} OR "
+                f"(_order_seq = {int(seq)} AND _order_pos < {int(pos)}))")
+        if delete_where(spark, mirror, cond):
+            out[f"{db}.{tbl}"] = f"{seq},{pos}"
+    return out

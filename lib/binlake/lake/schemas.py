@@ -1,0 +1,238 @@
+"""The lake's schema history (docs/lake.md "Schema history"): the driver's side.
+
+A load builds the schema history its files are decoded with, before decoding them:
+
+1. the versions earlier runs stored in ``<namespace>.schema_history`` (this source's, those
+   starting before the run's first file; snapshots sit at seq -1 or at their position);
+2. the configured snapshots (``schema_snapshots``), merged at their positions;
+3. the DDL statements the survey found in the run's files, in order
+   (:func:`binlake.schema.ddl.apply_ddl`).
+
+The decode tasks then name the columns of Table_maps logged without names
+(:class:`binlake.schema.names.TableMapNamer`), and the survey's layouts are named the same
+way here (:func:`name_layouts`): the typed tables are built for MINIMAL / NO_LOG binlogs as
+for FULL ones.  The versions that start in the run's files replace what earlier runs stored
+for those files (:func:`store_versions`): reruns and backfills leave one row per version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..binlog.columns import GEOMETRY_NAMES, Column, TableMap, _resolve_meta
+from ..binlog.fde import parse_version
+from ..config import Settings
+from ..schema.ddl import apply_ddl
+from ..schema.model import Finding, Position, SchemaHistory, Version
+from ..schema.names import named_copy
+from ..schema.seed import from_mysqldump
+from ..schema.sqltext import version_number
+from ..schema.types import check_table_map
+from .tables import SCHEMA_HISTORY, delete_where, has_snapshots
+
+_GEOMETRY_CODES = {v: k for k, v in GEOMETRY_NAMES.items()}
+# the changes that end a table's rows: its mirror keeps no row written before them
+LIFECYCLE = frozenset({"truncate", "drop", "rename_out", "rename_in", "create"})
+
+
+@dataclass
+class RunHistory:
+    """The history a run decodes with, the versions that start in its files (to store),
+    and what building it found."""
+
+    history: SchemaHistory
+    new: list[Version] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _lit(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def stored_history(spark: Any, settings: Settings, before_seq: int) -> list[Version]:
+    """This source's stored versions that start before file ``before_seq``, in order."""
+    table = settings.table(SCHEMA_HISTORY)
+    if not has_snapshots(spark, table):
+        return []
+    rows = spark.table(table).where(
+        f"source = {_lit(settings.source)} AND start_seq < {int(before_seq)}").select(
+        "version").collect()
+    out = [Version.from_dict(orjson.loads(r[0])) for r in rows]
+    out.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower(), v.incarnation))
+    return out
+
+
+def read_snapshot_file(uri: str) -> list[Version]:
+    """The versions of a snapshot: ``binlake schema snapshot`` JSON Lines, or mysqldump
+    ``--no-data`` output (versions before any binlog)."""
+    from ..binlog.source import _open_raw, parse_location
+
+    with _open_raw(parse_location(uri)) as fh:
+        text = fh.read().decode("utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        out = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"{uri}: line {n}: not JSON ({exc})") from None
+            v = d.get("version") if isinstance(d, dict) else None
+            if isinstance(v, dict):
+                out.append(Version.from_dict(v))
+        return out
+    h = SchemaHistory()
+    from_mysqldump(text, history=h, file=uri)
+    return h.all_versions()
+
+
+def build_run_history(stored: Iterable[Version], snapshots: Iterable[Version],
+                      files: list[tuple[str, int, dict[str, Any] | None, list[Any]]]
+                      ) -> RunHistory:
+    """The history of a run.  ``files``: per file of the run in order, (name, seq, facts of
+    its Format_description: ``server_version``/``flavor``, DDL events ``(pos, db, sql)``)."""
+    h = SchemaHistory()
+    for v in stored:
+        h.add(v)
+    out = RunHistory(h)
+    # snapshots: a table the history does not hold (or holds as unknown) takes the
+    # snapshot's version; the history's own DDL wins otherwise
+    for v in sorted(snapshots, key=lambda v: v.start):
+        have = h.latest(v.db, v.table)
+        if have is not None and have.start > v.start:
+            continue
+        cur = h.at(v.db, v.table, v.start)
+        if cur is None or cur.columns is None or not cur.exists:
+            h.add(v)
+            out.new.append(v)
+    before = len(h.findings)
+    seen = {id(v) for vs in h.versions.values() for v in vs}
+    for name, seq, fde, events in files:
+        sv = str((fde or {}).get("server_version") or "")
+        mariadb = (fde or {}).get("flavor") == "mariadb" or "mariadb" in sv.lower()
+        number = version_number(parse_version(sv)) if sv else 999999
+        for pos, db, sql in events:
+            apply_ddl(h, sql, db=db, pos=(seq, pos), file=name, server_version=number,
+                      mariadb=mariadb)
+    out.new += [v for vs in h.versions.values() for v in vs if id(v) not in seen]
+    out.new.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower()))
+    out.findings = h.findings[before:]
+    return out
+
+
+def _table_map(rec: dict[str, Any]) -> TableMap:
+    """A TableMap from a layout record (:func:`binlake.lake.extract.layout_record`)."""
+    cols = []
+    for d in rec["columns"]:
+        members = d.get("members")
+        c = Column(int(d["index"]), int(d["binlog_type"]), int(d["binlog_type"]),
+                   int(d.get("meta") or 0), bool(d.get("nullable", True)), d.get("name"),
+                   bool(d.get("unsigned")), d.get("collation"),
+                   tuple(members) if members is not None else None)
+        g = d.get("geometry_type")
+        c.geometry_type = _GEOMETRY_CODES.get(g, g) if g is not None else None
+        c.visible = bool(d.get("visible", True))
+        c.vector_dimensions = d.get("vector_dimensions")
+        _resolve_meta(c)
+        cols.append(c)
+    names = [c.name for c in cols]
+    pk = rec.get("primary_key")
+    pk_idx = [names.index(k) for k in pk if k in names] if pk and rec.get("has_names") \
+        else None
+    return TableMap(0, rec["db"], rec["tbl"], 0, cols, pk_idx,
+                    has_full_metadata=bool(rec.get("has_names")),
+                    has_signedness=bool(rec.get("signedness")))
+
+
+def _record(tm: TableMap, seq: int, pos: int) -> dict[str, Any]:
+    names = tm.column_names
+    return {"db": tm.db, "tbl": tm.table, "columns": [c.describe() for c in tm.columns],
+            "primary_key": [names[i] for i in tm.primary_key] if tm.primary_key else None,
+            "has_names": tm.named, "signedness": tm.has_signedness, "seq": seq, "pos": pos}
+
+
+def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
+                 fdes: dict[int, dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """The survey's layout records with their columns named by ``history`` where the
+    Table_map logged no names and agrees with the version in force (as the decode tasks
+    name them), plus a record at each version that starts after an earlier layout of the
+    table in the same file (a RENAME COLUMN changes no Table_map under MINIMAL metadata).
+    ``fdes``: per file seq, its Format_description facts."""
+    out: list[dict[str, Any]] = []
+    by_table: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for rec in layouts:
+        by_table.setdefault((rec["db"], rec["tbl"], int(rec["seq"])), []).append(rec)
+    for (db, tbl, seq), recs in by_table.items():
+        recs.sort(key=lambda r: int(r["pos"]))
+        fde = fdes.get(seq) or {}
+        mariadb = fde.get("flavor") == "mariadb"
+        sv = parse_version(str(fde.get("server_version") or ""))
+        starts = [v.start[1] for v in history.versions.get((db.lower(), tbl.lower()), [])
+                  if v.start[0] == seq]
+        points = sorted({int(r["pos"]) for r in recs} | {p for p in starts
+                                                         if p > int(recs[0]["pos"])})
+        k = -1
+        for p in points:
+            while k + 1 < len(recs) and int(recs[k + 1]["pos"]) <= p:
+                k += 1
+            raw = recs[k]
+            if raw.get("has_names"):
+                if int(raw["pos"]) == p:
+                    out.append(raw)
+                continue
+            tm = _table_map(raw)
+            v = history.at(db, tbl, (seq, p))
+            ok = check_table_map(tm, v, mariadb=mariadb, server_version=sv)[0]
+            if ok and v is not None:
+                out.append(_record(named_copy(tm, v), seq, p))
+            elif int(raw["pos"]) == p:
+                out.append(raw)
+    out.sort(key=lambda r: (int(r["seq"]), int(r["pos"])))
+    return out
+
+
+def lifecycle(history: SchemaHistory, seqs: set[int] | None,
+              tables: Iterable[tuple[str, str]] = ()) -> dict[tuple[str, str], Position]:
+    """Per table, the position of the last TRUNCATE, DROP (or DROP DATABASE), CREATE or
+    rename in the run's files (``seqs``; and anywhere in the history for ``tables``, the
+    ones whose mirror this run built): its mirror holds no row written before it."""
+    out: dict[tuple[str, str], Position] = {}
+    every = {(d.lower(), t.lower()) for d, t in tables}
+    for key, vs in history.versions.items():
+        for v in vs:
+            if v.change in LIFECYCLE and ((seqs is not None and v.start[0] in seqs)
+                                          or key in every):
+                out[(v.db, v.table)] = max(out.get((v.db, v.table), v.start), v.start)
+    return out
+
+
+def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: list[int],
+                   run_id: str) -> int:
+    """Replace what earlier runs stored for the run's files (and snapshots taken again)
+    with the run's versions; returns the number of rows written."""
+    table = settings.table(SCHEMA_HISTORY)
+    src = _lit(settings.source)
+    run_seqs = ",".join(str(int(s)) for s in sorted(set(seqs))) or "-2"
+    snap = [v for v in new if v.change == "snapshot"]
+    cond = f"start_seq IN ({run_seqs})"
+    if snap:
+        cond += " OR (change = 'snapshot' AND (" + " OR ".join(
+            f"(lower(db) = {_lit(v.db.lower())} AND lower(tbl) = {_lit(v.table.lower())} "
+            f"AND start_seq = {v.start[0]} AND start_pos = {v.start[1]})" for v in snap) + "))"
+    delete_where(spark, table, f"source = {src} AND ({cond})")
+    if not new:
+        return 0
+    rows = [(settings.source, v.db, v.table, v.incarnation, v.file, v.start[0], v.start[1],
+             v.change, v.exists,
+             None if v.columns is None else orjson.dumps([c.to_dict() for c in v.columns]
+                                                         ).decode(),
+             list(v.primary_key), v.ddl, orjson.dumps(v.to_dict()).decode(), run_id)
+            for v in new]
+    spark.createDataFrame(rows, spark.table(table).schema).writeTo(table).append()
+    return len(rows)
