@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from itertools import pairwise
 from typing import Any, cast
 
 from ..binlog.errors import BinlogError, CorruptEventError
@@ -25,6 +26,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--no-verify", action="store_true", help="do not verify event checksums")
     d.add_argument("--statement-every-row", action="store_true",
                    help="with --rows: repeat the statement text on every row change")
+    _schema_option(d)
     d.set_defaults(func=cmd_decode)
 
     t = sub.add_parser("transactions", help="reconstruct transactions as JSON Lines",
@@ -39,6 +41,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--changes", action="store_true",
                    help="include every row change (with its order key) in each object")
     _txn_options(t)
+    _schema_option(t)
     t.set_defaults(func=cmd_transactions)
 
     v = sub.add_parser("verify", help="check that the event stream is valid",
@@ -54,6 +57,58 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     _txn_options(v)
     v.set_defaults(func=cmd_verify)
 
+
+
+def _schema_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schema", metavar="F",
+                   help="name the columns of Table_maps logged without names "
+                   "(binlog_row_metadata MINIMAL on MySQL 8, NO_LOG on MariaDB: images keyed "
+                   "@1..@n) from F, the JSON Lines output of `binlake schema` on these files "
+                   "(or on all files up to them); also gives signedness, ENUM/SET members "
+                   "and charsets. A Table_map that disagrees with the version in force keeps "
+                   "@n and is a finding on stderr (binlake: schema: ...). See docs/schema.md")
+
+
+class _SchemaNaming:
+    """``--schema F``: one history, a :class:`~binlake.schema.names.TableMapNamer` per file
+    read (its sequence number numbered as ``binlake schema`` numbers it: the digits of its
+    extension, or its index in the list when those do not increase in the order given)."""
+
+    def __init__(self, path: str, files: list[str]) -> None:
+        from ..schema.build import file_seq
+        from ..schema.jsonl import SchemaFileError, load_history
+
+        try:
+            self.history = load_history(path)
+        except SchemaFileError as exc:
+            raise UsageError(f"--schema {exc}") from None
+        seqs = [file_seq(f, i) for i, f in enumerate(files)]
+        if any(b <= a for a, b in pairwise(seqs)):
+            seqs = list(range(len(files)))
+        self.seqs = dict(zip(files, seqs))
+        self.namers: list[Any] = []
+        self._printed = 0  # findings of namers[:_printed] were printed
+
+    def hook(self, uri: str) -> Any:
+        from ..schema.build import file_seq
+        from ..schema.names import TableMapNamer
+
+        seq = self.seqs.get(uri)
+        namer = TableMapNamer(self.history, file_seq(uri, 0) if seq is None else seq, uri)
+        self.namers.append(namer)
+        return namer
+
+    def report(self) -> None:
+        """The findings of the namers made since the last call, one line each on stderr
+        (they do not change the exit code)."""
+        for namer in self.namers[self._printed:]:
+            for f in namer.findings:
+                print(f"binlake: schema: {f}", file=sys.stderr)
+        self._printed = len(self.namers)
+
+
+def _schema_naming(args: argparse.Namespace) -> _SchemaNaming | None:
+    return _SchemaNaming(args.schema, list(args.files)) if args.schema else None
 
 
 def _txn_options(p: argparse.ArgumentParser) -> None:
@@ -89,11 +144,13 @@ def cmd_transactions(args: argparse.Namespace) -> int:
     from ..txn.spill import SPILL_BYTES, SPILL_ROWS, SpilledChanges
     from ..txn.xa import dump_pending
 
+    naming = _schema_naming(args)
     # a huge transaction's changes wait on disk, and --changes writes them a chunk at a time
     stream = TransactionStream(args.files, pending_in=_pending_in(args.pending_in),
                                nontransactional=args.nontransactional,
                                verify_checksums=not args.no_verify,
-                               spill_bytes=SPILL_BYTES, spill_rows=SPILL_ROWS)
+                               spill_bytes=SPILL_BYTES, spill_rows=SPILL_ROWS,
+                               table_map_hooks=naming.hook if naming is not None else None)
     stdout = out()
     buf = bytearray()
     for txn in stream:
@@ -119,6 +176,8 @@ def cmd_transactions(args: argparse.Namespace) -> int:
             buf.clear()
     stdout.write(buf)
     stdout.flush()
+    if naming is not None:
+        naming.report()
     if args.pending_out:
         with open(args.pending_out, "w", encoding="utf-8") as fh:
             fh.write(dump_pending(stream.pending))
@@ -174,13 +233,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
     if args.start_position is not None and args.start_position < 4:
         raise UsageError("--start-position must be >= 4")
+    naming = _schema_naming(args)
     stdout = out()
     failed = False
     buf = bytearray()
     for f in args.files:
         reader = BinlogReader(f, start=args.start_position, stop=args.stop_position,
                               verify_checksums=not args.no_verify,
-                              decode=DECODE_FOR_ROWS if args.rows else None)
+                              decode=DECODE_FOR_ROWS if args.rows else None,
+                              table_map_hook=naming.hook(f) if naming is not None else None)
         errors: list[BinlogError] = []
 
         def checked(reader: BinlogReader = reader, errors: list[BinlogError] = errors):
@@ -212,6 +273,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         finally:  # whatever stops the file, what was decoded before it is written
             stdout.write(buf)
             buf.clear()
+        if naming is not None:
+            stdout.flush()
+            naming.report()
         for err in errors:
             failed = True
             print(f"binlake: error: {err}", file=sys.stderr)

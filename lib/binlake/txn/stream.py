@@ -10,7 +10,7 @@ that never closed.  :func:`build_transactions` collects all of it in memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,8 @@ class TransactionStream:
                  nontransactional: Iterable[str] = (), verify_checksums: bool = True,
                  newest_file_may_be_open: bool = True,
                  pending_max_age: float | None = None, stream_checks: bool = False,
-                 spill_bytes: int | None = None, spill_rows: int | None = None) -> None:
+                 spill_bytes: int | None = None, spill_rows: int | None = None,
+                 table_map_hooks: Callable[[str], Any] | None = None) -> None:
         self.files_in: list[BinlogFile] = order_files(uris)
         self.engines = EngineTracker(nontransactional)
         self.builder = GroupBuilder(self.engines, spill_bytes=spill_bytes, spill_rows=spill_rows)
@@ -61,6 +62,10 @@ class TransactionStream:
         self.pending: list[Transaction] = []
         self.findings: list[Finding] = []
         self.last_timestamp: int | None = None
+        # called with each file's URI before it is read; what it returns (None: nothing) is
+        # the file's BinlogReader table_map_hook (opaque here: the CLI passes one that names
+        # the columns of MINIMAL / NO_LOG Table_maps from a schema history)
+        self.table_map_hooks = table_map_hooks
 
     def __iter__(self) -> Iterator[Transaction]:
         b = self.builder
@@ -71,7 +76,9 @@ class TransactionStream:
             checker = self.checker
             if checker is not None:
                 checker.begin_file(f.name, seq=f.seq if f.seq >= 0 else None)
-            reader = BinlogReader(f.uri, verify_checksums=self.verify, name=f.name)
+            hook = self.table_map_hooks(f.uri) if self.table_map_hooks is not None else None
+            reader = BinlogReader(f.uri, verify_checksums=self.verify, name=f.name,
+                                  table_map_hook=hook)
             try:
                 for ev in reader:
                     note_event(info, ev)
