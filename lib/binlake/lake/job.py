@@ -41,6 +41,7 @@ from ..txn.xa import load_pending
 from . import extract as X
 from . import schemas as S
 from .commit import add_data_files, remove_files, table_out
+from .lifecycle import apply_lifecycle
 from .lock import load_lock, lock_is_global
 from .orphans import DeadRun, remove_orphans
 from .tables import (
@@ -685,14 +686,14 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
             [w for w in to_add if w["table"] not in RECORD_TABLES],
             lambda table, written: add_data_files(spark, settings, table, written, run_id),
             run_id)
-    # TRUNCATE / DROP / rename-away empty the mirror of what was written before them
+    # TRUNCATE / DROP / CREATE / RENAME TABLE on the mirrors and changelogs (lifecycle.py)
     # (and a mirror built whole in this run, of every such change in the history)
-    built = [tuple(name.split(".", 1)) for name, rep in summary.typed.get("tables", {}).items()
+    built = [(name.split(".", 1)[0], name.split(".", 1)[1]) for name, rep in summary.typed.get("tables", {}).items()
              if rep.get("mirror") and rep["mirror"] in rep.get("created", ())]
-    cleared = typed.clear_mirrors(spark, settings, S.lifecycle(
-        run_history.history, set(good_seqs), built))
-    if cleared:
-        summary.typed.setdefault("cleared", cleared)
+    life = apply_lifecycle(spark, settings, run_history.history, set(good_seqs),
+                           built)
+    if life["cleared"] or life["moved"]:
+        summary.typed["lifecycle"] = life
 
     phase("typed")
     # Files last: a file's row says "loaded" only once its data is in.

@@ -27,7 +27,7 @@ from ..binlog.columns import GEOMETRY_NAMES, Column, TableMap, _resolve_meta
 from ..binlog.fde import parse_version
 from ..config import Settings
 from ..schema.ddl import apply_ddl
-from ..schema.model import Finding, Position, SchemaHistory, Version
+from ..schema.model import Finding, SchemaHistory, Version
 from ..schema.names import named_copy
 from ..schema.seed import from_mysqldump
 from ..schema.sqltext import version_number
@@ -35,8 +35,6 @@ from ..schema.types import check_table_map
 from .tables import SCHEMA_HISTORY, delete_where, has_snapshots
 
 _GEOMETRY_CODES = {v: k for k, v in GEOMETRY_NAMES.items()}
-# the changes that end a table's rows: its mirror keeps no row written before them
-LIFECYCLE = frozenset({"truncate", "drop", "rename_out", "rename_in", "create"})
 
 
 @dataclass
@@ -194,21 +192,6 @@ def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
             elif int(raw["pos"]) == p:
                 out.append(raw)
     out.sort(key=lambda r: (int(r["seq"]), int(r["pos"])))
-    return out
-
-
-def lifecycle(history: SchemaHistory, seqs: set[int] | None,
-              tables: Iterable[tuple[str, str]] = ()) -> dict[tuple[str, str], Position]:
-    """Per table, the position of the last TRUNCATE, DROP (or DROP DATABASE), CREATE or
-    rename in the run's files (``seqs``; and anywhere in the history for ``tables``, the
-    ones whose mirror this run built): its mirror holds no row written before it."""
-    out: dict[tuple[str, str], Position] = {}
-    every = {(d.lower(), t.lower()) for d, t in tables}
-    for key, vs in history.versions.items():
-        for v in vs:
-            if v.change in LIFECYCLE and ((seqs is not None and v.start[0] in seqs)
-                                          or key in every):
-                out[(v.db, v.table)] = max(out.get((v.db, v.table), v.start), v.start)
     return out
 
 

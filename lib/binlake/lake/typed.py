@@ -1191,20 +1191,3 @@ def _apply_mirror(spark: Any, settings: Settings, src: Any, mirror: str, pk_slot
         f"WHEN NOT MATCHED AND s.{OP} <> 'delete' THEN INSERT "
         f"({', '.join(q(c) for c in ins)}) VALUES ({', '.join('s.' + q(c) for c in ins)})")
 
-
-def clear_mirrors(spark: Any, settings: Settings,
-                  points: dict[tuple[str, str], tuple[int, int]]) -> dict[str, str]:
-    """Table lifecycle (docs/lake.md): a TRUNCATE, DROP, re-CREATE or rename at binlog
-    position ``(seq, pos)`` leaves the table without the rows it had before: the mirror
-    loses every row whose last change is older (rows written after it stay).  Idempotent.
-    Returns ``db.tbl`` -> ``"seq,pos"`` of the mirrors that lost rows."""
-    out: dict[str, str] = {}
-    for (db, tbl), (seq, pos) in sorted(points.items()):
-        mirror = settings.table(table_names(db, tbl)[1])
-        if not _exists(spark, mirror):
-            continue
-        cond = (f"_source = {lit(settings.source)} AND (_order_seq < {int(seq)} OR "
-                f"(_order_seq = {int(seq)} AND _order_pos < {int(pos)}))")
-        if delete_where(spark, mirror, cond):
-            out[f"{db}.{tbl}"] = f"{seq},{pos}"
-    return out

@@ -144,6 +144,10 @@ class SchemaHistory:
 
     versions: dict[tuple[str, str], list[Version]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    # every table rename (RENAME TABLE pairs, ALTER TABLE ... RENAME TO) in statement order:
+    # (position, (old db, old table), (new db, new table))
+    renames: list[tuple[Position, tuple[str, str], tuple[str, str]]] = \
+        field(default_factory=list)
     _starts: dict[tuple[str, str], list[Position]] = field(default_factory=dict)
 
     def add(self, v: Version) -> None:

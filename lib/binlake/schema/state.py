@@ -141,4 +141,5 @@ def rename(ctx: Ctx, old: tuple[str, str], new: tuple[str, str]) -> None:
     else:
         cols, pk = prev.columns, prev.primary_key
         ctx.put(*old, "rename_out", None, exists=False)
+        ctx.h.renames.append((ctx.pos, old, new))
     ctx.put(*new, "rename_in", cols, pk, new=True)

@@ -1,0 +1,174 @@
+"""Table lifecycle on the typed tables (docs/lake.md "Table lifecycle"): what TRUNCATE,
+DROP, CREATE and RENAME TABLE do to the mirrors and changelogs, applied at their binlog
+positions after a load has merged its row changes.
+
+Every mirror row carries the order key of the change that wrote it, and a DDL statement at
+``(seq, pos)`` sits between the transactions that end before ``pos`` and those after, so:
+
+* ``TRUNCATE``, ``DROP`` (also ``DROP DATABASE``) and a ``CREATE`` (a new incarnation: after
+  a DROP, or ``CREATE OR REPLACE``) leave the table without the rows it had before: the
+  mirror loses every row whose last change is older than the statement; rows written after
+  it (the new incarnation's) stay.
+* ``RENAME TABLE a TO b`` (several pairs, applied in order, so a swap ``a TO tmp, b TO a,
+  tmp TO b`` works; ``ALTER TABLE ... RENAME TO``) moves the identity: the rows ``a``'s
+  mirror held before the statement move to ``b``'s mirror (created when missing), except
+  the keys ``b``'s own later changes already settled (changed or deleted after the rename);
+  then ``a``'s mirror keeps only rows written after the rename (a new ``a``'s).
+* The changelog of the table gets one row per statement: ``_op`` ``truncate``, ``drop``,
+  ``create``, ``rename_out`` or ``rename_in``, its order key ``(seq, pos, 0)``, the other
+  columns NULL (a replay of the changelog in order then empties the table there).
+
+All of it is idempotent: a rerun deletes nothing more and moves nothing twice (moved rows
+keep their order keys, older than the rename, and the keys already present are skipped).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from ..config import Settings
+from ..schema.model import Position, SchemaHistory
+from .tables import delete_where
+from .typed import ORDER, _exists, lit, q, table_names
+
+CLEARING = ("truncate", "drop", "create")
+Name = tuple[str, str]
+
+
+def _older(pos: Position) -> str:
+    seq, p = int(pos[0]), int(pos[1])
+    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos < {p}))"
+
+
+def _mirror(settings: Settings, name: Name) -> str:
+    return settings.table(table_names(*name)[1])
+
+
+def _changelog(settings: Settings, name: Name) -> str:
+    return settings.table(table_names(*name)[0])
+
+
+def apply_lifecycle(spark: Any, settings: Settings, history: SchemaHistory, seqs: set[int],
+                    built: list[Name] | None = None) -> dict[str, Any]:
+    """Apply the lifecycle statements of the run's files (``seqs``) in position order; for
+    the mirrors this run built whole (``built``), the newest such statement anywhere in the
+    history too.  Returns ``{"cleared": {db.tbl: "seq,pos"}, "moved": {...}}``."""
+    report: dict[str, Any] = {"cleared": {}, "moved": {}}
+    points: dict[Position, dict[str, Any]] = defaultdict(lambda: {"clear": [], "renames": []})
+    for vs in history.versions.values():
+        for v in vs:
+            if v.start[0] in seqs and v.change in CLEARING:
+                points[v.start]["clear"].append(((v.db, v.table), v.change))
+    for pos, old, new in history.renames:
+        if pos[0] in seqs:
+            points[pos]["renames"].append((old, new))
+    for db, tbl in built or ():
+        vs = history.versions.get((db.lower(), tbl.lower()), [])
+        last = [v for v in vs if v.change in (*CLEARING, "rename_in", "rename_out")]
+        if last and last[-1].start[0] not in seqs:
+            points[last[-1].start]["clear"].append(((db, tbl), None))
+    for pos in sorted(points):
+        ev = points[pos]
+        if ev["renames"]:
+            _renames(spark, settings, history, pos, ev["renames"], report)
+        for name, change in ev["clear"]:
+            _clear(spark, settings, name, pos, report)
+            if change is not None:
+                _mark(spark, settings, name, pos, change)
+    return report
+
+
+def _clear(spark: Any, settings: Settings, name: Name, pos: Position,
+           report: dict[str, Any]) -> None:
+    mirror = _mirror(settings, name)
+    if _exists(spark, mirror) and delete_where(
+            spark, mirror, f"_source = {lit(settings.source)} AND {_older(pos)}"):
+        report["cleared"][f"{name[0]}.{name[1]}"] = f"{pos[0]},{pos[1]}"
+
+
+def _mark(spark: Any, settings: Settings, name: Name, pos: Position, op: str) -> None:
+    """The statement's row in the table's changelog (replaced on a rerun)."""
+    cl = _changelog(settings, name)
+    if not _exists(spark, cl):
+        return
+    where = (f"_source = {lit(settings.source)} AND _op = {lit(op)} AND "
+             f"_order_seq = {int(pos[0])} AND _order_pos = {int(pos[1])}")
+    delete_where(spark, cl, where)
+    fields = spark.table(cl).schema.fields
+    values = {"_op": lit(op), "_order_seq": str(int(pos[0])), "_order_pos": str(int(pos[1])),
+              "_order_idx": "0", "_source": lit(settings.source),
+              "_absent": "array()"}
+    sel = ", ".join(f"CAST({values.get(f.name, 'NULL')} AS {f.dataType.simpleString()}) "
+                    f"AS {q(f.name)}" for f in fields)
+    spark.sql(f"INSERT INTO {cl} SELECT {sel}")
+
+
+def _renames(spark: Any, settings: Settings, history: SchemaHistory, pos: Position,
+             pairs: list[tuple[Name, Name]], report: dict[str, Any]) -> None:
+    """One RENAME statement's pairs, composed (a swap moves each table's rows once)."""
+    holder: dict[Name, Name] = {}  # name after the statement -> the table it was before
+    for old, new in pairs:
+        holder[new] = holder.pop(old, old)
+    moves = {new: orig for new, orig in holder.items() if new != orig}
+    src = lit(settings.source)
+    captured: dict[Name, Any] = {}
+    for new, orig in moves.items():
+        m = _mirror(settings, orig)
+        if _exists(spark, m):  # the rows before the rename, kept before any mirror changes
+            df = spark.table(m).where(f"_source = {src} AND {_older(pos)}")
+            captured[new] = df.localCheckpoint(eager=True)
+    names = {n for pair in pairs for n in pair}
+    for name in sorted(names):
+        _clear(spark, settings, name, pos, report)
+    for old, new in pairs:
+        _mark(spark, settings, old, pos, "rename_out")
+        _mark(spark, settings, new, pos, "rename_in")
+    for new, rows in captured.items():
+        n = _move_in(spark, settings, history, pos, new, rows)
+        orig = moves[new]
+        report["moved"][f"{orig[0]}.{orig[1]} -> {new[0]}.{new[1]}"] = n
+
+
+def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Position,
+             new: Name, rows: Any) -> int:
+    """``rows`` (a mirror's rows before the rename) into ``new``'s mirror: created like the
+    source mirror when missing; keys the mirror holds already, or that ``new``'s changelog
+    changed after the rename, are skipped.  Returns the rows added."""
+    from pyspark.sql import functions as F
+
+    target = _mirror(settings, new)
+    if not _exists(spark, target):
+        from .tables import TBLPROPERTIES
+
+        view = f"__bl_moved_{abs(hash((target, pos))) % 10**12}"
+        rows.limit(0).createOrReplaceTempView(view)
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {target} USING iceberg "
+                  f"TBLPROPERTIES ({TBLPROPERTIES}) AS SELECT * FROM {view}")
+    tcols = spark.table(target).schema.fields
+    have = set(rows.columns)
+    aligned = rows.select(*[
+        (F.col(q(f.name)) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
+        for f in tcols])
+    version = history.at(new[0], new[1], pos)
+    pk = [c for c in (version.primary_key if version is not None else ())
+          if c in have and c in {f.name for f in tcols}]
+    if pk:
+        src = lit(settings.source)
+        settled = spark.table(target).where(f"_source = {src}").select(*[q(c) for c in pk])
+        cl = _changelog(settings, new)
+        if _exists(spark, cl):
+            later = spark.table(cl).where(
+                f"_source = {src} AND NOT {_older(pos)} AND _op IN "
+                "('insert', 'update', 'delete')").select(*[q(c) for c in pk])
+            settled = settled.unionByName(later)
+        cond = [aligned[q(c)].eqNullSafe(settled[q(c)]) for c in pk]
+        aligned = aligned.join(settled.distinct(), cond, "left_anti")
+    aligned = aligned.localCheckpoint(eager=True)
+    n = aligned.count()
+    if n:
+        aligned.writeTo(target).append()
+    return n
+
+
+__all__ = ["ORDER", "apply_lifecycle"]
