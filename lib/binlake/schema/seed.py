@@ -23,11 +23,11 @@ def _unquote(s: str) -> str:
 
 def from_mysqldump(text: str, *, history: SchemaHistory | None = None,
                    server_version: int = ANY_VERSION, mariadb: bool = False,
-                   file: str | None = None) -> SchemaHistory:
+                   file: str | None = None, db: str | None = None) -> SchemaHistory:
     """The CREATE TABLE statements of ``mysqldump --no-data`` output, each in the database
-    its ``USE`` / ``CREATE DATABASE`` lines select.  Views and other statements are skipped."""
+    its ``USE`` / ``CREATE DATABASE`` lines select (``db`` before the first: a dump of one
+    database has none).  Views and other statements are skipped."""
     h = history if history is not None else SchemaHistory()
-    db: str | None = None
     for stmt in split_statements(text):
         s = expand_versioned(stmt, server_version, mariadb).strip()
         m = _USE.match(s) or _CREATE_DB.match(s)
