@@ -35,6 +35,11 @@ the sha256 is recorded with each object.
 * A file purged from the server before it was archived is a **gap**: the first run that sees
   it fails (no retry) after archiving everything else, and records it; later runs list it
   as known.  See docs/orchestration.md.
+* With the server connection, every successful run also takes a **schema snapshot**
+  (information_schema at a binlog position) and stores it under `<prefix>/<source>/_schema/`
+  unless the newest stored one has the same schema (then nothing is written).  A failed
+  snapshot is a warning in the log and in the result (`schema_snapshot`), never a failed
+  run.  See docs/schema.md, "Snapshots".
 """
 
 
@@ -69,8 +74,10 @@ with DAG(
 
     @task(outlets=[ARCHIVE], doc_md="""
     Lists the source's binlog index, copies the closed files the store lacks (multipart for
-    large files on S3, atomic rename locally), records sha256/size/archived_at. Returns the
-    report (XCom): `archived`, `already`, `skipped` (not closed yet), `gaps`, `new_gaps`.
+    large files on S3, atomic rename locally), records sha256/size/archived_at. With the
+    server connection, then stores a schema snapshot (skipped when the schema is unchanged;
+    a failure is only a warning). Returns the report (XCom): `archived`, `already`,
+    `skipped` (not closed yet), `gaps`, `new_gaps`, `schema_snapshot`.
     """)
     def archive() -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException

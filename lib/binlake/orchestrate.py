@@ -87,14 +87,58 @@ def archive_asset_uri(cfg: dict[str, Any]) -> str:
 # -- archive --------------------------------------------------------------------------------
 
 def run_archive(settings: Settings, *, s3_client: Any = None,
-                remote: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Archive the source's closed files (raises ArchiveGapError on a new gap)."""
+                remote: dict[str, Any] | None = None,
+                connect: Any = None) -> dict[str, Any]:
+    """Archive the source's closed files (raises ArchiveGapError on a new gap).  With a
+    server connection (``remote``), then take a schema snapshot and store it beside the
+    binlogs (:func:`schema_snapshot`: its result is the report's ``schema_snapshot``; a
+    failure there is a warning, never a failed archive)."""
     from .archive.archiver import archive, source_from_settings
 
-    report = archive(source_from_settings(settings, remote=remote),
-                     store_for(settings, client=s3_client), settings.source)
+    store = store_for(settings, client=s3_client)
+    report = archive(source_from_settings(settings, remote=remote), store, settings.source)
     log.info("%s", report.text())
-    return report.to_dict()
+    result = report.to_dict()
+    if remote:
+        result["schema_snapshot"] = schema_snapshot(settings, remote, store, connect=connect)
+    return result
+
+
+def schema_snapshot(settings: Settings, remote: dict[str, Any], store: ObjectStore, *,
+                    connect: Any = None) -> dict[str, Any]:
+    """Take a schema snapshot of the server ``remote`` names (host/port/user/password) and
+    store it under ``<source>/_schema/`` unless the newest stored one has the same schema
+    (docs/schema.md, "Snapshots").  Never raises: a failure is logged as a warning and
+    returned as ``{"ok": False, "warning": ...}``.  ``connect(remote)``: a DB-API
+    connection (default pymysql)."""
+    from .archive.snapshots import store_snapshot
+    from .schema.snapshot import take_snapshot
+
+    try:
+        conn = (connect or _pymysql_connect)(remote)
+        try:
+            snap = take_snapshot(conn)
+        finally:
+            conn.close()
+        stored = store_snapshot(store, settings.source, snap)
+    except Exception as exc:  # a snapshot is extra: the archive succeeded
+        msg = (f"schema snapshot of {remote.get('host')}:{remote.get('port')} not taken "
+               f"(the archive itself succeeded): {type(exc).__name__}: {exc}")
+        log.warning("%s", msg)
+        return {"ok": False, "warning": msg}
+    out: dict[str, Any] = {"ok": True, **stored.to_dict(), "tables": len(snap.versions),
+                           "position": str(snap.position) if snap.position else None}
+    log.info("schema snapshot at %s: %s %s", out["position"], stored.reason, stored.uri)
+    return out
+
+
+def _pymysql_connect(remote: dict[str, Any]) -> Any:
+    import pymysql
+
+    return pymysql.connect(host=remote["host"], port=int(remote.get("port") or 3306),
+                           user=remote.get("user") or "root",
+                           password=remote.get("password") or "", charset="utf8mb4",
+                           connect_timeout=10, autocommit=True)
 
 
 # -- plan -----------------------------------------------------------------------------------
