@@ -1270,6 +1270,19 @@ def corpus_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     return make_lake(spark, tmp_path_factory.mktemp("lakes"), "mysql8")
 
 
+def _corpus_history(files: list[Any]) -> Any:
+    """The schema history a load of ``files`` decodes with (lake/schemas.py)."""
+    from binlake.lake.extract import survey_scan
+    from binlake.lake.schemas import build_run_history
+
+    parts = []
+    for f in files:
+        fde: dict[str, Any] = {}
+        ddl, _ = survey_scan(f.uri, f.seq, None, fde)
+        parts.append((f.name, f.seq, fde, ddl))
+    return build_run_history([], [], parts).history
+
+
 @pytest.mark.parametrize("label", list(MYSQL8))
 def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
     from binlake.binlog.reader import BinlogReader
@@ -1283,7 +1296,16 @@ def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
     settings = dataclasses.replace(corpus_lake, source=label)
     summary = load(spark, settings, sources, f"mysql8-{label}")
     assert not summary.failed, summary.failed
-    built = build_transactions([f.uri for f in files])
+    # the load names MINIMAL Table_maps from the schema history of the files' DDL: the
+    # library's decode with the same history is the reference
+    history = _corpus_history(files)
+
+    def hook(uri: str) -> Any:
+        from binlake.schema.names import TableMapNamer
+
+        return TableMapNamer(history, next(f.seq for f in files if f.uri == uri))
+
+    built = build_transactions([f.uri for f in files], table_map_hooks=hook)
     assert not built.pending and not built.incomplete
 
     rows = read_table(spark, corpus_lake, "row_changes", source=label)
@@ -1292,8 +1314,8 @@ def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
     problems = check_pk(rows, None)
     assert not problems, problems
     # the same images as `binlake decode --rows` (every change here is committed)
-    decoded = [c for f in files for c in iter_row_changes(BinlogReader(f.uri,
-                                                                       decode=DECODE_FOR_ROWS))]
+    decoded = [c for f in files for c in iter_row_changes(BinlogReader(
+        f.uri, decode=DECODE_FOR_ROWS, table_map_hook=hook(f.uri)))]
     assert sorted(json.dumps([c["db"], c["table"], c["op"], c.get("before"), c.get("after")],
                              sort_keys=True) for c in decoded) == sorted(
         json.dumps([r["db"], r["tbl"], r["op"], json.loads(r["before"] or "null"),

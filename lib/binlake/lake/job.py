@@ -41,8 +41,9 @@ from ..txn.xa import load_pending
 from . import extract as X
 from . import schemas as S
 from .commit import add_data_files, remove_files, table_out
-from .lifecycle import apply_lifecycle
+from .lifecycle import apply_lifecycle, last_points
 from .lock import load_lock, lock_is_global
+from .nopk import fill_nopk_mirrors
 from .orphans import DeadRun, remove_orphans
 from .tables import (
     FILES,
@@ -686,6 +687,11 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
             [w for w in to_add if w["table"] not in RECORD_TABLES],
             lambda table, written: add_data_files(spark, settings, table, written, run_id),
             run_id)
+        # tables without a primary key: a replica's mirror (nopk.py)
+        nopk = fill_nopk_mirrors(spark, settings, prepared.jobs, last_points(
+            run_history.history, set(good_seqs)))
+        for name, rep in nopk.items():
+            summary.typed["tables"].get(name, {}).update(mirror=rep["mirror"], nopk=rep)
     # TRUNCATE / DROP / CREATE / RENAME TABLE on the mirrors and changelogs (lifecycle.py)
     # (and a mirror built whole in this run, of every such change in the history)
     built = [(name.split(".", 1)[0], name.split(".", 1)[1]) for name, rep in summary.typed.get("tables", {}).items()

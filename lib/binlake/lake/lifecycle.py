@@ -15,7 +15,7 @@ Every mirror row carries the order key of the change that wrote it, and a DDL st
   the keys ``b``'s own later changes already settled (changed or deleted after the rename);
   then ``a``'s mirror keeps only rows written after the rename (a new ``a``'s).
 * The changelog of the table gets one row per statement: ``_op`` ``truncate``, ``drop``,
-  ``create``, ``rename_out`` or ``rename_in``, its order key ``(seq, pos, 0)``, the other
+  ``rename_out`` or ``rename_in`` (not ``create``: a changelog starts at its table's creation), its order key ``(seq, pos, 0)``, the other
   columns NULL (a replay of the changelog in order then empties the table there).
 
 All of it is idempotent: a rerun deletes nothing more and moves nothing twice (moved rows
@@ -37,8 +37,11 @@ Name = tuple[str, str]
 
 
 def _older(pos: Position) -> str:
+    """SQL: the order key is before the DDL statement at ``pos``: a transaction's
+    ``order_pos`` is its end offset, at most the statement's position when it ends before
+    it (where no GTID event comes between them, equal to it)."""
     seq, p = int(pos[0]), int(pos[1])
-    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos < {p}))"
+    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos <= {p}))"
 
 
 def _mirror(settings: Settings, name: Name) -> str:
@@ -74,9 +77,19 @@ def apply_lifecycle(spark: Any, settings: Settings, history: SchemaHistory, seqs
             _renames(spark, settings, history, pos, ev["renames"], report)
         for name, change in ev["clear"]:
             _clear(spark, settings, name, pos, report)
-            if change is not None:
+            if change is not None and change != "create":
                 _mark(spark, settings, name, pos, change)
     return report
+
+
+def last_points(history: SchemaHistory, seqs: set[int]) -> dict[Name, Position]:
+    """Per table, its last lifecycle statement (CLEARING or a rename) in the run's files."""
+    out: dict[Name, Position] = {}
+    for vs in history.versions.values():
+        for v in vs:
+            if v.start[0] in seqs and v.change in (*CLEARING, "rename_in", "rename_out"):
+                out[(v.db, v.table)] = max(out.get((v.db, v.table), v.start), v.start)
+    return out
 
 
 def _clear(spark: Any, settings: Settings, name: Name, pos: Position,
