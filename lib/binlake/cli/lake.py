@@ -22,6 +22,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ld.add_argument("--config", metavar="F", help="TOML settings file (see docs/lake.md)")
     ld.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
     ld.add_argument("--source-name", metavar="NAME", help="the source server's label")
+    ld.add_argument("--schema-snapshot", action="append", default=[], metavar="F",
+                    help="a schema snapshot of the source (binlake schema snapshot JSON "
+                    "Lines, or mysqldump --no-data output): names the columns of tables "
+                    "created before the first binlog (setting schema_snapshots; repeatable)")
     ld.add_argument("--json", action="store_true", help="print the summary as JSON")
     ld.add_argument("--run-id", metavar="ID", help="the run's id (default: time + random)")
     ld.add_argument("--branch", metavar="B", help="write every table on Iceberg branch B "
@@ -213,7 +217,10 @@ def cmd_load(args: argparse.Namespace) -> int:
 
     try:
         lake = lake_session(args.config, args.master, source=args.source_name, check=check,
-                            overrides={} if args.wait is None else {"lock_wait": args.wait},
+                            overrides={**({} if args.wait is None else
+                                          {"lock_wait": args.wait}),
+                                       **({"schema_snapshots": tuple(args.schema_snapshot)}
+                                          if args.schema_snapshot else {})},
                             debug=getattr(args, "debug", False))
         if lake is None:
             return 1

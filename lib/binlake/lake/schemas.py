@@ -67,10 +67,15 @@ def stored_history(spark: Any, settings: Settings, before_seq: int) -> list[Vers
 def read_snapshot_file(uri: str) -> list[Version]:
     """The versions of a snapshot: ``binlake schema snapshot`` JSON Lines, or mysqldump
     ``--no-data`` output (versions before any binlog)."""
+    from ..binlog.errors import BinlogError
     from ..binlog.source import _open_raw, parse_location
+    from ..config import ConfigError
 
-    with _open_raw(parse_location(uri)) as fh:
-        text = fh.read().decode("utf-8")
+    try:
+        with _open_raw(parse_location(uri)) as fh:
+            text = fh.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError, BinlogError) as exc:
+        raise ConfigError(f"schema_snapshots: {uri}: cannot be read ({exc})") from None
     stripped = text.lstrip()
     if stripped.startswith("{"):
         out = []
@@ -80,7 +85,8 @@ def read_snapshot_file(uri: str) -> list[Version]:
             try:
                 d = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
-                raise ValueError(f"{uri}: line {n}: not JSON ({exc})") from None
+                raise ConfigError(f"schema_snapshots: {uri}: line {n}: not JSON ({exc})"
+                                  ) from None
             v = d.get("version") if isinstance(d, dict) else None
             if isinstance(v, dict):
                 out.append(Version.from_dict(v))
