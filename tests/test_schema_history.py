@@ -4,6 +4,7 @@ every Table_map the server wrote; the MySQL 8 corpus files; unit tests of the pi
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,196 @@ def test_from_mysqldump_text() -> None:
     assert not h.findings
 
 
+def _cs(h: SchemaHistory, db: str, t: str
+        ) -> tuple[tuple[str | None, str | None], dict[str, tuple[str | None, str | None]]]:
+    """A version's table default, and the (charset, collation) of its columns that have one."""
+    v = h.latest(db, t)
+    assert v is not None and v.columns is not None, [str(f) for f in h.findings]
+    return (v.charset, v.collation), {c.name: (c.charset, c.collation) for c in v.columns
+                                      if c.charset or c.collation}
+
+
+def test_charsets_from_column_table_and_database() -> None:
+    h = _h("CREATE DATABASE gaps CHARACTER SET utf8mb4",
+           "CREATE TABLE gaps.td (a VARCHAR(5), n INT, b BLOB, j JSON) DEFAULT CHARSET=latin1",
+           "CREATE TABLE gaps.co (a VARCHAR(5) COLLATE latin1_bin, b TEXT CHARACTER SET 'greek',"
+           " c CHAR(2) COLLATE utf8_bin, d NCHAR(2), e VARCHAR(2) COLLATE uca1400_ai_ci,"
+           " f VARCHAR(2) ASCII, g CHAR(1) CHARACTER SET binary)",
+           "CREATE DATABASE gd DEFAULT CHARACTER SET = latin1 DEFAULT COLLATE = latin1_german2_ci",
+           "CREATE TABLE gd.dd (a VARCHAR(5), e ENUM('x'), s SET('y'), t TINYTEXT, i INT)",
+           "CREATE TABLE gd.tc (a VARCHAR(5)) COLLATE=cp1251_bin",
+           "CREATE TABLE gd.ds (a VARCHAR(5)) CHARACTER SET = DEFAULT",
+           "CREATE TABLE gd.dc (a VARCHAR(5)) CHARSET utf8mb4 COLLATE utf8mb4_bin",
+           "CREATE TABLE gd.u8 (a VARCHAR(5)) ENGINE=InnoDB DEFAULT CHARSET=utf8"
+           " COLLATE=utf8_bin",
+           "CREATE TABLE unknown (a VARCHAR(5), b TEXT)")
+    assert not h.findings
+    assert _cs(h, "gaps", "td") == (("latin1", None), {"a": ("latin1", None)})
+    assert _cs(h, "gaps", "co") == (("utf8mb4", None), {
+        "a": ("latin1", "latin1_bin"), "b": ("greek", None), "c": ("utf8mb3", "utf8_bin"),
+        "d": ("utf8mb3", None), "e": ("utf8mb4", "uca1400_ai_ci"), "f": ("latin1", None),
+        "g": ("binary", None)})
+    dflt = ("latin1", "latin1_german2_ci")
+    assert _cs(h, "gd", "dd") == (dflt, {c: dflt for c in "aest"})
+    assert _cs(h, "gd", "tc") == (("cp1251", "cp1251_bin"), {"a": ("cp1251", "cp1251_bin")})
+    assert _cs(h, "gd", "ds") == (dflt, {"a": dflt})
+    assert _cs(h, "gd", "dc") == (("utf8mb4", "utf8mb4_bin"), {"a": ("utf8mb4", "utf8mb4_bin")})
+    assert _cs(h, "gd", "u8") == (("utf8", "utf8_bin"), {"a": ("utf8", "utf8_bin")})
+    # nothing known (a database made before the binlog, the server's default): no guess
+    assert _cs(h, "d", "unknown") == ((None, None), {})
+
+
+def test_alter_table_default_charset() -> None:
+    h = _h("CREATE TABLE t (a VARCHAR(5), b VARCHAR(5)) CHARSET=latin1",
+           "ALTER TABLE t DEFAULT CHARSET=cp1251",
+           "ALTER TABLE t ADD COLUMN c TEXT, CHARACTER SET koi8r",
+           "ALTER TABLE t MODIFY b VARCHAR(6)",
+           "ALTER TABLE t CHANGE a a2 VARCHAR(5) CHARACTER SET latin1",
+           "ALTER TABLE t ADD INDEX ix (a2)", "TRUNCATE TABLE t",
+           "ALTER TABLE t COLLATE latin2_bin", "ALTER TABLE t ADD COLUMN d CHAR(1)",
+           "CREATE TABLE l LIKE t", "ALTER TABLE l ADD e TEXT",
+           "RENAME TABLE l TO other.l2", "ALTER TABLE other.l2 ADD f ENUM('x')",
+           "ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4")
+    latin1, koi8r, latin2 = ("latin1", None), ("koi8r", None), ("latin2", "latin2_bin")
+    # the default changes for the columns added or redefined after it, not the others
+    assert h.at("d", "t", (1, 250)).charset == "cp1251"  # type: ignore[union-attr]
+    v = h.at("d", "t", (1, 250))
+    assert v is not None and v.columns is not None
+    assert [c.charset for c in v.columns] == ["latin1", "latin1"]
+    at = {p: h.at("d", "t", (1, p)) for p in (350, 450, 550, 750, 850)}
+    assert {c.name: c.charset for c in at[350].columns} == {  # type: ignore[union-attr]
+        "a": "latin1", "b": "latin1", "c": "koi8r"}  # an option anywhere in the statement
+    assert {c.name: c.charset for c in at[450].columns}["b"] == "koi8r"  # type: ignore
+    assert {c.name: c.charset for c in at[550].columns}["a2"] == "latin1"  # type: ignore
+    assert (at[750].charset, at[750].collation) == koi8r  # type: ignore[union-attr]
+    assert (at[850].charset, at[850].collation) == latin2  # type: ignore[union-attr]
+    assert _cs(h, "other", "l2") == (latin2, {"a2": latin1, "b": koi8r, "c": koi8r,
+                                             "d": latin2, "e": latin2, "f": latin2})
+    assert not h.latest("d", "l").exists  # type: ignore[union-attr]
+    # CONVERT TO CHARACTER SET (it may change TEXT types too): not interpreted
+    assert h.latest("d", "t").columns is None  # type: ignore[union-attr]
+    assert [f.kind for f in h.findings] == ["unparsed"]
+
+
+def test_database_default_charset_across_statements() -> None:
+    h = _h("CREATE DATABASE a CHARACTER SET latin1", "ALTER DATABASE a CHARACTER SET greek",
+           "CREATE TABLE a.t1 (x VARCHAR(1))",
+           "ALTER DATABASE a COLLATE latin2_bin", "CREATE TABLE t2 (x VARCHAR(1))",
+           "ALTER TABLE t1 ADD y VARCHAR(1)",  # the table's default, not the database's
+           "ALTER SCHEMA COMMENT = 'c'",  # (no name: the default database)
+           "ALTER DATABASE CHARACTER SET cp1250", "CREATE TABLE t3 (x TEXT)",
+           "CREATE DATABASE IF NOT EXISTS a CHARACTER SET utf8mb4",  # it exists: no change
+           "CREATE TABLE t4 (x TEXT)",
+           # b may have existed before the binlog: its default is not known
+           "CREATE DATABASE IF NOT EXISTS b CHARACTER SET utf8mb4", "CREATE TABLE b.t (x TEXT)",
+           "DROP DATABASE a", "CREATE DATABASE IF NOT EXISTS a CHARACTER SET ascii",
+           "CREATE TABLE t5 (x TEXT)",
+           "CREATE OR REPLACE DATABASE a", "CREATE TABLE t6 (x TEXT)",
+           "ALTER DATABASE a DEFAULT CHARSET = 'latin1'", "CREATE TABLE t7 (x TEXT)",
+           "ALTER DATABASE a UPGRADE DATA DIRECTORY NAME", "CREATE TABLE t8 (x TEXT)",
+           "ALTER DATABASE a CHARACTER SET DEFAULT", "CREATE TABLE t9 (x TEXT)",
+           "ALTER DATABASE a COLLATE 'koi8u_bin'", "ALTER DATABASE a WHATEVER",
+           "CREATE TABLE t10 (x TEXT)", db="a")
+
+    def cs(t: str, db: str = "a") -> list[str | None]:
+        v = h.versions[(db, t)][0]  # (the tables of `a` are dropped later)
+        assert v.columns is not None
+        return [c.charset for c in v.columns]
+
+    t1 = h.versions[("a", "t1")]
+    assert [v.change for v in t1] == ["create", "alter", "drop"]
+    assert [c.charset for c in t1[1].columns or ()] == ["greek", "greek"]
+    t2 = h.versions[("a", "t2")][0]
+    assert (t2.charset, t2.collation) == ("latin2", "latin2_bin")
+    assert [cs(t) for t in ("t3", "t4")] == [["cp1250"], ["cp1250"]]
+    assert cs("t", "b") == [None] and h.database("b") is None
+    assert cs("t5") == ["ascii"]
+    assert not h.latest("a", "t5").exists  # type: ignore[union-attr]
+    assert [cs(t)[0] for t in ("t6", "t7", "t8", "t9", "t10")] == [None, "latin1", "latin1",
+                                                                 None, None]
+    assert h.database("A") is not None and h.database("A").exists  # type: ignore[union-attr]
+    assert [f.kind for f in h.findings] == ["uninterpreted"]
+    assert "ALTER DATABASE a not interpreted" in h.findings[0].message
+
+
+def test_float_double_decimal_unsigned_zerofill() -> None:
+    from binlake.schema.ddl import _prepare
+
+    assert _prepare("CREATE TABLE t (a FLOAT UNSIGNED, b FLOAT(7,3) UNSIGNED ZEROFILL,"
+                    " c FLOAT4 SIGNED)") == \
+        "CREATE TABLE t (a FLOAT ZEROFILL, b FLOAT(7,3) ZEROFILL, c FLOAT4 )"
+    sql = ("CREATE TABLE t (i INT ZEROFILL UNSIGNED, d DOUBLE PRECISION SIGNED UNSIGNED NOT NULL,"
+           " m DECIMAL(5,2) UNSIGNED ZEROFILL, `unsigned` INT, `float` VARCHAR(3)"
+           " COMMENT 'FLOAT UNSIGNED', s INT SIGNED, u INT UNSIGNED UNSIGNED)")
+    assert _prepare(sql) == sql.replace("ZEROFILL UNSIGNED", "UNSIGNED ZEROFILL").replace(
+        "SIGNED UNSIGNED NOT", "UNSIGNED NOT").replace("INT SIGNED", "INT ").replace(
+        "UNSIGNED UNSIGNED", "UNSIGNED")
+    h = _h("CREATE TABLE t (a FLOAT UNSIGNED, b DOUBLE UNSIGNED, c DECIMAL(6,2) UNSIGNED ZEROFILL,"
+           " d FLOAT(7,3) ZEROFILL UNSIGNED, e FLOAT(30) UNSIGNED NOT NULL, f FLOAT SIGNED,"
+           " g REAL, h NUMERIC(4) UNSIGNED, i FLOAT8 UNSIGNED, j DOUBLE(5,1) ZEROFILL)",
+           "CREATE TABLE u (a FLOAT UNSIGNED, b DOUBLE UNSIGNED, c DECIMAL(6,2) UNSIGNED ZEROFILL,"
+           " d FLOAT(7,3) ZEROFILL UNSIGNED, e FLOAT(30) UNSIGNED NOT NULL, f FLOAT SIGNED,"
+           " h NUMERIC(4) UNSIGNED, i FLOAT8 UNSIGNED, j DOUBLE(5,1) ZEROFILL)",
+           "ALTER TABLE u ADD COLUMN k FLOAT UNSIGNED, MODIFY f FLOAT(5,2) UNSIGNED")
+    assert _cols(h, "d", "t") is None  # REAL: the statement is not interpreted, as before
+    v = h.latest("d", "u")
+    assert v is not None and v.columns is not None
+    assert [(c.name, c.type, c.nullable) for c in v.columns] == [
+        ("a", "float unsigned", True), ("b", "double unsigned", True),
+        ("c", "decimal(6,2) unsigned", True), ("d", "float(7,3) unsigned", True),
+        ("e", "double unsigned", False), ("f", "float(5,2) unsigned", True),
+        ("h", "decimal(4,0) unsigned", True), ("i", "double unsigned", True),
+        ("j", "double(5,1) unsigned", True), ("k", "float unsigned", True)]
+    assert all(c.unsigned for c in v.columns)
+    assert [f.kind for f in h.findings] == ["uninterpreted"]
+
+
+def test_version_dict_keeps_the_table_default() -> None:
+    import json
+    from dataclasses import replace
+
+    from binlake.schema.model import Version
+
+    h = _h("CREATE TABLE t (a VARCHAR(3) COLLATE latin1_bin, b INT) CHARSET=cp1251"
+           " COLLATE=cp1251_bin", "CREATE TABLE u (a INT)")
+    v = h.latest("d", "t")
+    assert v is not None
+    d = v.to_dict()
+    assert (d["charset"], d["collation"]) == ("cp1251", "cp1251_bin")
+    assert d["columns"][0] == {"name": "a", "type": "varchar(3)", "nullable": True,
+                               "length": 3, "charset": "latin1", "collation": "latin1_bin"}
+    assert Version.from_dict(json.loads(json.dumps(d))) == v
+    old = {k: x for k, x in d.items() if k not in ("charset", "collation")}
+    assert Version.from_dict(old) == replace(v, charset=None, collation=None)
+    u = h.latest("d", "u")
+    assert u is not None and "charset" not in u.to_dict() and "collation" not in u.to_dict()
+
+
+def test_named_copy_character_sets() -> None:
+    from binlake.binlog.charsets import charset_of
+    from binlake.binlog.columns import Column, TableMap
+    from binlake.schema.model import Version
+    from binlake.schema.names import named_copy
+
+    cols = [Column(i, T.VARCHAR, T.VARCHAR, 20, True) for i in range(4)]
+    cols += [Column(4, T.BLOB, T.BLOB, 2, True), Column(5, T.STRING, T.STRING, 0xFE0A, True)]
+    tm = TableMap(7, "d", "t", 0, cols)
+    v = Version("d", "t", 1, (1, 4), None, "", "create", (
+        SchemaColumn("a", "varchar(5)", "varchar", length=5, collation="latin1_bin"),
+        SchemaColumn("b", "varchar(5)", "varchar", length=5, charset="greek"),
+        SchemaColumn("c", "varchar(5)", "varchar", length=5),
+        SchemaColumn("d", "varchar(5)", "varchar", length=5, charset="binary"),
+        SchemaColumn("e", "text", "text", charset="koi8r", collation="koi8r_bin"),
+        SchemaColumn("f", "char(10)", "char", length=10, collation="utf8_general_ci")))
+    n = named_copy(tm, v)
+    assert [c.name for c in n.columns] == list("abcdef")
+    # a bare collation's charset (histories written before columns took it), the column's
+    # own, none known (UTF-8 where valid), binary, and a text column logged as BLOB
+    assert [charset_of(c.collation) if c.collation is not None else None
+            for c in n.columns] == ["latin1", "greek", None, "binary", "koi8r", "utf8mb3"]
+    assert all(c.collation is None for c in tm.columns)  # tm is not changed
+
+
 # -- a real MariaDB server ------------------------------------------------------------------
 
 WORKLOAD = [
@@ -328,8 +519,110 @@ def test_seeds_from_dump_and_information_schema_agree(fresh_mariadb: Any) -> Non
     finally:
         conn.close()
     assert sorted(seeded.current()) == sorted(truth.current())
+    texts = 0
     for key, v in truth.current().items():
         assert _comparable(seeded.current()[key]) == _comparable(v), key
+        # the dump's table defaults (DEFAULT CHARSET=... COLLATE=...) give every text
+        # column the character set information_schema gives it
+        got = seeded.current()[key].columns or ()
+        assert [(c.name, c.charset) for c in got] == \
+            [(c.name, c.charset) for c in v.columns or ()], key
+        texts += sum(c.charset is not None for c in got)
+    assert texts >= 10
+
+
+CHARSET_WORKLOAD = [
+    "CREATE DATABASE cs1 CHARACTER SET latin1",
+    "CREATE DATABASE cs2 DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_bin", "CREATE DATABASE cs4",
+    "USE cs1",
+    "CREATE TABLE a (v VARCHAR(5), t TEXT, e ENUM('x'), s SET('p'), c CHAR(2), n INT, b BLOB)",
+    "CREATE TABLE b (v VARCHAR(5)) DEFAULT CHARSET=cp1251",
+    "CREATE TABLE c (v VARCHAR(5) COLLATE utf8mb4_unicode_ci, w VARCHAR(5) CHARACTER SET greek,"
+    " x VARCHAR(3)) COLLATE=latin2_bin",
+    "CREATE TABLE d (v VARCHAR(5)) CHARACTER SET = DEFAULT",
+    "ALTER TABLE b DEFAULT CHARACTER SET koi8r, ADD COLUMN w TEXT",
+    "ALTER TABLE b ADD COLUMN x CHAR(1)", "ALTER TABLE b MODIFY v VARCHAR(6)",
+    "ALTER TABLE b CHANGE x y ENUM('a','b')",
+    "ALTER TABLE b ADD COLUMN z VARCHAR(3), CHARACTER SET hebrew",
+    "ALTER DATABASE cs1 CHARACTER SET latin2", "CREATE TABLE e (v VARCHAR(5))",
+    "ALTER TABLE a ADD COLUMN w VARCHAR(3)",
+    "ALTER DATABASE COLLATE latin7_bin",
+    "CREATE TABLE f (v VARCHAR(5), n NCHAR(2), k VARCHAR(2) COLLATE utf8_bin)",
+    "CREATE TABLE g LIKE c", "ALTER TABLE g ADD COLUMN z TINYTEXT",
+    "RENAME TABLE g TO cs2.g", "ALTER TABLE cs2.g ADD COLUMN zz TEXT",
+    "CREATE TABLE cs2.h (v VARCHAR(5))",
+    "CREATE TABLE cs2.i (v VARCHAR(5)) DEFAULT COLLATE=latin1_german2_ci",
+    "CREATE TABLE cs2.j (a FLOAT UNSIGNED, b DOUBLE UNSIGNED, c DECIMAL(6,2) UNSIGNED ZEROFILL,"
+    " d FLOAT(7,3) ZEROFILL UNSIGNED, e INT ZEROFILL UNSIGNED, f DOUBLE PRECISION ZEROFILL"
+    " UNSIGNED, g FLOAT4 ZEROFILL, h FLOAT(30) UNSIGNED)",
+    "INSERT INTO cs2.j VALUES (1.5, 2.5, 3.25, 4.125, 5, 6, 7, 8)",
+    "CREATE TABLE cs2.k (v VARCHAR(3)) CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+    "ALTER TABLE cs2.k CONVERT TO CHARACTER SET latin1",
+    "CREATE DATABASE IF NOT EXISTS cs1 CHARACTER SET utf8mb4", "CREATE TABLE cs1.l (v VARCHAR(2))",
+    "CREATE OR REPLACE DATABASE cs3 CHARACTER SET ascii", "CREATE TABLE cs3.m (v VARCHAR(2))",
+    "CREATE OR REPLACE DATABASE cs3 CHARACTER SET swe7", "CREATE TABLE cs3.m (v VARCHAR(2))",
+    "CREATE TABLE cs4.n (v VARCHAR(2))",
+    "INSERT INTO cs1.a (v) VALUES ('x')", "INSERT INTO cs1.b (v) VALUES ('x')",
+]
+
+
+@pytest.mark.integration
+def test_mariadb_charsets_match_server(fresh_mariadb: Any) -> None:
+    """Each text column's character set (and collation when the history has one) and each
+    table's default, as the history tells them from the DDL (column, table and database
+    defaults, ALTERs of them), equal information_schema's; FLOAT / DOUBLE / DECIMAL UNSIGNED
+    [ZEROFILL] columns parse, and their Table_maps (FULL: with signedness) agree."""
+    srv = fresh_mariadb
+    _run(srv, CHARSET_WORKLOAD)
+    conn = srv.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, CHARACTER_SET_NAME,"
+                        " COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA"
+                        " LIKE 'cs_' ORDER BY 1, 2, ORDINAL_POSITION")
+            columns = cur.fetchall()
+            cur.execute("SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_COLLATION FROM"
+                        " information_schema.TABLES WHERE TABLE_SCHEMA LIKE 'cs_'")
+            tables = cur.fetchall()
+    finally:
+        conn.close()
+    srv.flush_binary_logs()
+    res = build_history([str(f) for f in srv.binlog_files()])
+    h = res.history
+    assert not res.errors and not res.disagreed and res.checked >= 3
+    assert [(f.kind, f.table) for f in h.findings] == [("unparsed", "cs2.k")], \
+        [str(f) for f in h.findings]
+    from binlake.schema.types import charset_of_collation
+
+    checked = 0
+    for db, t, name, cs, coll in columns:
+        if (db, t) in (("cs2", "k"), ("cs4", "n")):
+            continue
+        v = h.latest(db, t)
+        assert v is not None and v.columns is not None, (db, t)
+        c = v.column(name)
+        assert c is not None and c.charset == cs, (db, t, name, c, cs)
+        # (the history spells a collation as the DDL did: MySQL 5.7's utf8_bin is utf8mb3_bin)
+        assert c.collation is None or re.sub("^utf8_", "utf8mb3_", c.collation) == coll, \
+            (db, t, name, c, coll)
+        checked += cs is not None
+    assert checked >= 25
+    for db, t, coll in tables:
+        v = h.latest(db, t)
+        assert v is not None
+        if (db, t) == ("cs2", "k"):
+            assert v.columns is None
+        elif (db, t) == ("cs4", "n"):  # the server's default: not known, not guessed
+            assert (v.charset, v.collation) == (None, None)
+            assert v.columns is not None and v.columns[0].charset is None
+        else:
+            assert v.charset == charset_of_collation(coll), (db, t, v.charset, coll)
+            assert v.collation in (None, coll), (db, t, v.collation, coll)
+    j = h.latest("cs2", "j")
+    assert j is not None and j.columns is not None
+    assert [c.type for c in j.columns] == [
+        "float unsigned", "double unsigned", "decimal(6,2) unsigned", "float(7,3) unsigned",
+        "int unsigned", "double unsigned", "float unsigned", "double unsigned"]
 
 
 # -- the MySQL 8 corpus ---------------------------------------------------------------------

@@ -25,7 +25,9 @@ from .conftest import HAVE_MARIADB
 MODES = ("FULL", "MINIMAL", "NO_LOG")
 
 # db `n`: what every mode must name exactly as FULL does.  db `hidden`: a DDL the binlog
-# does not hold.  dbs `gaps*`: default character sets the history does not model (below).
+# does not hold.  dbs `gaps*`: text columns whose DDL names no character set (table and
+# database defaults, a bare COLLATE; NO_LOG logs none: the history must give it), and
+# FLOAT / DOUBLE / DECIMAL UNSIGNED [ZEROFILL].
 WORKLOAD = [
     "CREATE DATABASE n", "USE n",
     "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, u INT UNSIGNED, bu BIGINT UNSIGNED,"
@@ -78,6 +80,18 @@ WORKLOAD = [
     "INSERT INTO gaps.table_default VALUES ('é')",
     "INSERT INTO gaps.collation_only VALUES ('ø')",
     "INSERT INTO gaps_db.database_default VALUES ('ñ')",
+    # a new table default: for the columns added (or redefined) after it, not the others
+    "CREATE TABLE gaps.altered_default (a VARCHAR(5), b VARCHAR(5))",
+    "ALTER TABLE gaps.altered_default DEFAULT CHARSET=cp1251, ADD COLUMN c TEXT",
+    "ALTER TABLE gaps.altered_default MODIFY b VARCHAR(6)",
+    "INSERT INTO gaps.altered_default VALUES ('é', 'Жё', 'Щ')",
+    # a new database default: for the tables created after it
+    "ALTER DATABASE gaps_db CHARACTER SET greek",
+    "CREATE TABLE gaps_db.altered_database (a VARCHAR(5), e ENUM('x','y'))",
+    "INSERT INTO gaps_db.altered_database VALUES ('λ', 'y')",
+    "CREATE TABLE gaps.unsigned_floats (f FLOAT UNSIGNED, d DOUBLE UNSIGNED,"
+    " z DECIMAL(6,2) UNSIGNED ZEROFILL, g FLOAT(7,3) ZEROFILL UNSIGNED, t VARCHAR(3))",
+    "INSERT INTO gaps.unsigned_floats VALUES (1.5, 2.25, 3.5, 4.125, 'ü')",
     # last: every row of n.t, n.a, n.b touched (FULL images of their final state)
     "BEGIN",
     "UPDATE n.t SET vb = CONCAT(IFNULL(vb, ''), x'01')",
@@ -195,10 +209,8 @@ def _schema_lines(stderr: str) -> list[str]:
 
 
 def _compared(rows: list[dict[str, Any]], mode: str) -> list[tuple[Any, ...]]:
-    """The row changes every mode must name as FULL does: all but db `hidden`, and on
-    NO_LOG the `gaps` dbs (see test_default_charsets_on_no_log)."""
-    skip = ("hidden",) if mode != "NO_LOG" else ("hidden", "gaps", "gaps_db")
-    return [_image(r) for r in rows if r["db"] not in skip]
+    """The row changes every mode must name as FULL does: all but db `hidden`."""
+    return [_image(r) for r in rows if r["db"] != "hidden"]
 
 
 integration = pytest.mark.integration
@@ -238,8 +250,7 @@ def test_decode_rows_with_schema_equals_full(runs: dict[str, Run], mode: str,
     assert len(got) == len(want) >= 25
     for g, w in zip(got, want):
         assert g == w
-    # the only findings: the table whose DDL the binlog does not hold (and on NO_LOG none
-    # for the gaps: their Table_maps agree, only the charset is missing)
+    # the only findings: the table whose DDL the binlog does not hold
     lines = _schema_lines(err)
     assert lines and all("table_map_mismatch" in x and "hidden.h" in x for x in lines), err
 
@@ -274,9 +285,8 @@ def test_decode_events_with_schema_equals_full(runs: dict[str, Run], mode: str,
     def images(run: Run, *extra: str) -> list[Any]:
         rc, o, e = _cli(capsysbinary, "decode", *extra, *run.files)
         assert rc == 0, e
-        skip = ("hidden",) if mode != "NO_LOG" else ("hidden", "gaps", "gaps_db")
         return [(ev.get("db"), ev.get("table"), ev["rows"]) for ev in _rows(o)
-                if "rows" in ev and ev.get("db") not in skip]
+                if "rows" in ev and ev.get("db") != "hidden"]
 
     want = images(runs["FULL"])
     got = images(runs[mode], "--schema", _schema_file(runs[mode], capsysbinary))
@@ -291,11 +301,10 @@ def _txns(capsysbinary: pytest.CaptureFixture[bytes], run: Run, *extra: str
 
 
 def _txn_view(txns: list[dict[str, Any]], mode: str) -> list[Any]:
-    skip = ("hidden",) if mode != "NO_LOG" else ("hidden", "gaps", "gaps_db")
     out = []
     for t in txns:
         changes = [(*_image(c), c["applied"]) for c in t.get("changes", [])
-                   if c["db"] not in skip]
+                   if c["db"] != "hidden"]
         out.append((t["kind"], t["status"], changes))
     return out
 
@@ -345,7 +354,17 @@ def test_unlogged_ddl_keeps_at_names(runs: dict[str, Run], mode: str,
 
 
 _GAPS = {"table_default": ("gaps", {"a": "é"}), "collation_only": ("gaps", {"a": "ø"}),
-         "database_default": ("gaps_db", {"a": "ñ"})}
+         "database_default": ("gaps_db", {"a": "ñ"}),
+         "altered_default": ("gaps", {"a": "é", "b": "Жё", "c": "Щ"}),
+         "altered_database": ("gaps_db", {"a": "λ", "e": "y"}),
+         "unsigned_floats": ("gaps", {"f": 1.5, "d": 2.25, "z": "3.50", "g": 4.125,
+                                      "t": "ü"})}
+# the character sets the history gives the text columns of the `gaps*` tables
+_GAP_CHARSETS = {"table_default": {"a": "latin1"}, "collation_only": {"a": "latin1"},
+                 "database_default": {"a": "latin1"},
+                 "altered_default": {"a": "utf8mb4", "b": "cp1251", "c": "cp1251"},
+                 "altered_database": {"a": "greek", "e": "greek"},
+                 "unsigned_floats": {"t": "utf8mb4"}}
 
 
 @integration
@@ -362,16 +381,20 @@ def test_default_charsets_on_minimal(runs: dict[str, Run], table: str,
 
 
 @integration
-@pytest.mark.xfail(strict=True, reason="the history records a column's charset only when "
-                   "the column names one: table and database defaults, and a COLLATE "
-                   "without CHARACTER SET, are not applied, so NO_LOG text reads as bytes")
 @pytest.mark.parametrize("table", sorted(_GAPS))
 def test_default_charsets_on_no_log(runs: dict[str, Run], table: str,
                                     capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    """NO_LOG logs no charset: the history's (a table's or database's default, a bare
+    COLLATE's) reads the text as FULL does."""
     db, after = _GAPS[table]
     run = runs["NO_LOG"]
-    rows, _ = _decode(capsysbinary, run, "--schema", _schema_file(run, capsysbinary))
+    schema = _schema_file(run, capsysbinary)
+    rows, _ = _decode(capsysbinary, run, "--schema", schema)
     assert [r["after"] for r in rows if r["db"] == db and r["table"] == table] == [after]
+    h = load_history(schema)
+    v = h.latest(db, table)
+    assert v is not None and v.columns is not None
+    assert {c.name: c.charset for c in v.columns if c.charset} == _GAP_CHARSETS[table]
 
 
 # -- load_history and the option, without a server ------------------------------------------

@@ -1,7 +1,8 @@
 """ALTER TABLE actions (sqlglot's MySQL reading) applied to the version in force: ADD /
 DROP / MODIFY / CHANGE / RENAME COLUMN with FIRST/AFTER, ALTER COLUMN (defaults,
-visibility), primary key add/drop, index and table options, RENAME TO.  Anything else is not
-interpreted: a finding, and the table's schema is unknown from there."""
+visibility), primary key add/drop, index and table options (the default character set
+among them), RENAME TO.  Anything else is not interpreted: a finding, and the table's schema
+is unknown from there."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from .state import (
     _not_interpreted,
     _tname,
     check_no_functional_key,
+    options_default,
     pk_names,
     pk_not_null,
     rename,
 )
-from .types import Uninterpretable, column_from_def
+from .types import Uninterpretable, column_from_def, with_default
 
 
 def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
@@ -41,10 +43,16 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
     cols = list(prev.columns)
     pk = list(prev.primary_key)
     rename_to = None
+    # [DEFAULT] CHARACTER SET / COLLATE: the table's default for the columns this statement
+    # (wherever they stand in it) and later ones add or redefine without their own; the
+    # columns the table has keep theirs (CONVERT TO CHARACTER SET is not interpreted)
+    default = options_default(ctx, list(tree.args.get("options") or []),
+                              (prev.charset, prev.collation), name[0])
     try:
         for a in actions:
             if isinstance(a, exp.ColumnDef):
                 c, inline_pk = column_from_def(a)
+                c = with_default(c, default)
                 if _find(cols, c.name) is not None:
                     if a.args.get("exists"):
                         continue
@@ -61,6 +69,7 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
                     raise Uninterpretable(f"MODIFY/CHANGE of column {old_name!r}, which the "
                                           "version does not hold")
                 c, inline_pk = column_from_def(cd)
+                c = with_default(c, default)  # a redefined column without one: the table's
                 pos = cd.args.get("position")
                 if pos is None:
                     cols[i] = c
@@ -135,7 +144,7 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
                         f"{name[0]}.{name[1]}")
             ctx.unknown(*name, "alter")
             return
-    ctx.put(*name, "alter", tuple(pk_not_null(cols, tuple(pk))), tuple(pk))
+    ctx.put(*name, "alter", tuple(pk_not_null(cols, tuple(pk))), tuple(pk), default=default)
     if rename_to is not None and (rename_to[0].lower(), rename_to[1].lower()) != \
             (name[0].lower(), name[1].lower()):
         rename(ctx, name, rename_to)

@@ -1,22 +1,31 @@
 """Applying one DDL statement to a :class:`SchemaHistory`: CREATE TABLE (LIKE, ... SELECT,
 OR REPLACE, IF NOT EXISTS), ALTER TABLE (ADD/DROP/MODIFY/CHANGE/RENAME COLUMN, FIRST/AFTER,
 primary key add/drop, RENAME TO, index and table options), RENAME TABLE, DROP TABLE, DROP
-DATABASE, TRUNCATE, CREATE/DROP INDEX.  Parsing is sqlglot's MySQL dialect; a statement it
+DATABASE, TRUNCATE, CREATE/DROP INDEX, and CREATE [OR REPLACE] / ALTER DATABASE (the
+database's default character set).  Parsing is sqlglot's MySQL dialect; a statement it
 cannot parse, or parses into something not interpreted here, is a finding, and the tables it
 names (when they can be told) get a version whose columns are unknown -- never a guess.
+
+Character sets: a text column without its own (``CHARACTER SET``, or the one its
+``COLLATE`` names) takes its table's default, which is the table's options' or else its
+database's default at the CREATE (:attr:`SchemaHistory.databases`); ``ALTER TABLE ...
+CHARACTER SET`` changes it for the columns added or redefined from then on.  A default
+not named in the DDL is not known (None), never guessed.
 
 Before parsing (all faithful rewrites): versioned comments are expanded for the server's
 version (:mod:`.sqltext`); a CREATE TABLE's top-level ``PARTITION BY`` clause is cut (it
 does not change columns; sqlglot cannot parse ``ENGINE=`` inside partition definitions);
 MySQL 8's trailing ``START TRANSACTION`` of an atomic CREATE ... SELECT is cut; MariaDB's
-``PERSISTENT`` (a synonym of ``STORED``) is read as ``STORED``."""
+``PERSISTENT`` (a synonym of ``STORED``) is read as ``STORED``; SIGNED / UNSIGNED / ZEROFILL
+after a numeric type are written as sqlglot parses them (:func:`_field_options`: ``FLOAT
+UNSIGNED`` as ``FLOAT ZEROFILL``, read as unsigned)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from .model import Position, SchemaColumn, SchemaHistory
+from .model import Database, Position, SchemaColumn, SchemaHistory
 from .sqltext import ddl_kind, expand_versioned, is_temporary, leading_words
 from .state import (
     Ctx,
@@ -24,11 +33,18 @@ from .state import (
     _not_interpreted,
     _tname,
     check_no_functional_key,
+    options_default,
     pk_names,
     pk_not_null,
     rename,
 )
-from .types import MISREAD_TYPE_WORDS, Uninterpretable, column_from_def
+from .types import (
+    MISREAD_TYPE_WORDS,
+    Uninterpretable,
+    column_from_def,
+    table_default,
+    with_default,
+)
 
 _NO_COLUMN_CHANGE = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?\S+\s+(?:(?:ALGORITHM|LOCK)"
@@ -48,9 +64,10 @@ def apply_ddl(history: SchemaHistory, sql: str, *, db: str | None, pos: Position
         return kind == "other"
     if is_temporary(text):
         return True  # temporary tables are not part of the schema history
-    if kind == "database" and leading_words(text, 1) != ["DROP"]:
-        return True  # CREATE / ALTER DATABASE change no table
     ctx = Ctx(history, file, pos, db, sql)
+    if kind == "database" and leading_words(text, 1) != ["DROP"]:
+        _database(ctx, text)  # CREATE / ALTER DATABASE: its default character set
+        return True
     words = leading_words(text, 3)
     if kind == "table" and words[0] == "ALTER" and _NO_COLUMN_CHANGE.match(text):
         _touch(ctx, _alter_target(text, ctx), "alter")
@@ -92,7 +109,7 @@ def _prepare(text: str) -> str:
     from sqlglot.dialects.mysql import MySQL
 
     toks = MySQL().tokenize(text)
-    cuts: list[tuple[int, int, str]] = []
+    cuts: list[tuple[int, int, str]] = _field_options(toks)
     depth = 0
     create_table = leading_words(text, 1) == ["CREATE"]
     for i, t in enumerate(toks):
@@ -107,9 +124,66 @@ def _prepare(text: str) -> str:
             break
         elif t.text.upper() == "PERSISTENT" and tt != "IDENTIFIER":
             cuts.append((t.start, t.end + 1, "STORED"))
-    for a, b, rep in reversed(cuts):
+    kept: list[tuple[int, int, str]] = []
+    for cut in sorted(cuts):
+        if not kept or cut[0] >= kept[-1][1]:
+            kept.append(cut)
+    for a, b, rep in reversed(kept):
         text = text[:a] + rep + text[b:]
     return text
+
+
+# numeric type words that take SIGNED / UNSIGNED / ZEROFILL (FLOAT/FLOAT4 apart)
+_NUMERIC_WORDS = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT",
+                            "INT1", "INT2", "INT3", "INT4", "INT8", "MIDDLEINT", "DOUBLE",
+                            "FLOAT8", "REAL", "DECIMAL", "DEC", "NUMERIC", "FIXED"})
+_FLOAT_WORDS = frozenset({"FLOAT", "FLOAT4"})
+_FIELD_OPTIONS = frozenset({"SIGNED", "UNSIGNED", "ZEROFILL"})
+_WORD = ("IDENTIFIER", "STRING")  # token types of quoted names and strings: never keywords
+
+
+def _field_options(toks: list[Any]) -> list[tuple[int, int, str]]:
+    """Rewrites of the SIGNED / UNSIGNED / ZEROFILL words after a numeric type, to forms
+    sqlglot parses.  MySQL takes them in any order and number: SIGNED does nothing, UNSIGNED
+    makes the column unsigned, ZEROFILL zero-filled and unsigned.  sqlglot parses one
+    UNSIGNED, then ZEROFILL (``UNSIGNED ZEROFILL``), and no UNSIGNED after FLOAT ("cannot
+    convert FLOAT to unsigned"): a run becomes ``UNSIGNED [ZEROFILL]``, or nothing, and after
+    FLOAT ``ZEROFILL``, which binlake reads as unsigned (it does not model zero-filling:
+    the column's model is the one ``FLOAT UNSIGNED`` means)."""
+    cuts: list[tuple[int, int, str]] = []
+    n = len(toks)
+    for i, t in enumerate(toks):
+        word = t.text.upper().split()[0] if t.text.strip() else ""  # "DOUBLE PRECISION"
+        if t.token_type.name in _WORD or word not in (_NUMERIC_WORDS | _FLOAT_WORDS):
+            continue
+        j = i + 1
+        if word == "DOUBLE" and j < n and toks[j].text.upper() == "PRECISION":
+            j += 1
+        if j < n and toks[j].token_type.name == "L_PAREN":
+            depth = 0
+            while j < n:
+                tt = toks[j].token_type.name
+                depth += tt == "L_PAREN"
+                depth -= tt == "R_PAREN"
+                j += 1
+                if depth == 0:
+                    break
+        k = j
+        while k < n and toks[k].token_type.name not in _WORD \
+                and toks[k].text.upper() in _FIELD_OPTIONS:
+            k += 1
+        if k == j:
+            continue
+        run = [x.text.upper() for x in toks[j:k]]
+        unsigned = "UNSIGNED" in run or "ZEROFILL" in run
+        if word in _FLOAT_WORDS:
+            want = ["ZEROFILL"] if unsigned else []
+        else:
+            want = (["UNSIGNED"] if "UNSIGNED" in run else []) + \
+                (["ZEROFILL"] if "ZEROFILL" in run else [])
+        if run != want:
+            cuts.append((toks[j].start, toks[k - 1].end + 1, " ".join(want)))
+    return cuts
 
 
 def _misread_words(text: str) -> str | None:
@@ -163,10 +237,9 @@ def _apply_tree(ctx: Ctx, tree: Any, text: str) -> None:
                     continue  # DROP ... IF EXISTS of a dropped table: nothing happens
                 ctx.put(d, n, "drop", None, exists=False)
         elif k in ("DATABASE", "SCHEMA"):
-            name = tree.args["tables"][0].name.lower() if tree.args.get("tables") else ""
-            for v in list(ctx.h.current().values()):
-                if v.db.lower() == name:
-                    ctx.put(v.db, v.table, "drop", None, exists=False)
+            name = tree.args["tables"][0].name if tree.args.get("tables") else ""
+            if name:
+                _drop_database(ctx, name)
         elif k == "INDEX":
             cluster = tree.args.get("cluster")
             on = re.match(r"^\s*ON\s+(.*)$", cluster.sql("mysql") if cluster is not None
@@ -205,7 +278,8 @@ def _create_table(ctx: Ctx, tree: Any) -> None:
         ctx.put(d, n, "create_skipped", prev.columns, prev.primary_key)
         return
     props = tree.args.get("properties")
-    like = [p for p in (props.expressions if props else []) if isinstance(p, exp.LikeProperty)]
+    options = list(props.expressions) if props else []
+    like = [p for p in options if isinstance(p, exp.LikeProperty)]
     if like:
         src = _tname(ctx, like[0].this)
         sv = ctx.latest(*src)
@@ -214,7 +288,8 @@ def _create_table(ctx: Ctx, tree: Any) -> None:
                         "source's schema is not known", f"{d}.{n}")
             ctx.put(d, n, "create", None, new=True)
             return
-        ctx.put(d, n, "create", sv.columns, sv.primary_key, new=True)
+        ctx.put(d, n, "create", sv.columns, sv.primary_key, new=True,
+                default=(sv.charset, sv.collation))
         return
     select = tree.args.get("expression")
     if not isinstance(schema, exp.Schema):
@@ -226,15 +301,20 @@ def _create_table(ctx: Ctx, tree: Any) -> None:
         ctx.put(d, n, "create", None, new=True)
         return
     check_no_functional_key(schema)
-    cols, pk = table_elements(schema.expressions)
+    # the table's default character set: its options', else its database's
+    default = options_default(ctx, options, ctx.db_default(d), d)
+    cols, pk = table_elements(schema.expressions, default)
     if select is not None:
         ctx.finding("create_select", f"CREATE TABLE {d}.{n} ... SELECT: the version holds "
                     "the declared columns; columns the SELECT adds are not known", f"{d}.{n}")
-    ctx.put(d, n, "create", tuple(cols), pk, new=True)
+    ctx.put(d, n, "create", tuple(cols), pk, new=True, default=default)
 
 
-def table_elements(elements: list[Any]) -> tuple[list[SchemaColumn], tuple[str, ...]]:
-    """Columns and primary key of a CREATE TABLE's element list."""
+def table_elements(elements: list[Any],
+                   default: tuple[str | None, str | None] | None = None
+                   ) -> tuple[list[SchemaColumn], tuple[str, ...]]:
+    """Columns and primary key of a CREATE TABLE's element list; ``default``: the table's
+    default (character set, collation), which text columns without their own take."""
     from sqlglot import exp
 
     cols: list[SchemaColumn] = []
@@ -242,6 +322,7 @@ def table_elements(elements: list[Any]) -> tuple[list[SchemaColumn], tuple[str, 
     for e in elements:
         if isinstance(e, exp.ColumnDef):
             c, inline_pk = column_from_def(e)
+            c = with_default(c, default)
             cols.append(c)
             if inline_pk:
                 pk = (c.name,)
@@ -302,3 +383,129 @@ def _read_name(words: list[tuple[str, str]], i: int, db: str) -> tuple[tuple[str
     return (db, a), i + 1
 
 
+
+
+def _drop_database(ctx: Ctx, name: str) -> None:
+    """DROP DATABASE (and the drop of CREATE OR REPLACE DATABASE): every table of it."""
+    for v in list(ctx.h.current().values()):
+        if v.db.lower() == name.lower():
+            ctx.put(v.db, v.table, "drop", None, exists=False)
+    ctx.h.databases[name.lower()] = Database(name, exists=False)
+
+
+_DB_SYMBOLS = frozenset({"EQ", "COMMA", "L_PAREN", "R_PAREN", "SEMICOLON", "DOT", "STRING",
+                         "NUMBER"})
+
+
+def _database(ctx: Ctx, text: str) -> None:
+    """CREATE [OR REPLACE] DATABASE [IF NOT EXISTS] d [options], ALTER DATABASE [d] options:
+    the database's default character set and collation, which a CREATE TABLE in it without
+    its own takes.  A default not named (the server's, ``CHARACTER SET DEFAULT``) is not
+    known.  A CREATE ... IF NOT EXISTS of a database the history cannot tell exists or not
+    changes nothing (the server logs it either way)."""
+    from sqlglot.dialects.mysql import MySQL
+
+    try:
+        toks = MySQL().tokenize(text)
+    except Exception:
+        toks = []
+    words = [t.text.upper() if t.token_type.name not in _WORD else "" for t in toks]
+    create = bool(words) and words[0] == "CREATE"
+    i = 1
+    replace = create and words[1:3] == ["OR", "REPLACE"]
+    if replace:
+        i = 3
+    if i >= len(words) or words[i] not in ("DATABASE", "SCHEMA"):
+        ctx.finding("uninterpreted", "database statement not interpreted")
+        return
+    i += 1
+    if_not_exists = create and words[i:i + 3] == ["IF", "NOT", "EXISTS"]
+    if if_not_exists:
+        i += 3
+    name: str | None = None
+    opts = None if create else _db_options(toks, words, i)
+    if opts is None and i < len(toks) and toks[i].token_type.name not in _DB_SYMBOLS:
+        name = toks[i].text
+        opts = _db_options(toks, words, i + 1)
+    if name is None and not create:
+        name = ctx.db or None
+    if name is None:
+        ctx.finding("uninterpreted", "database statement not interpreted: no database named")
+        return
+    key = name.lower()
+    prev = ctx.h.databases.get(key)
+    if opts is None:
+        ctx.finding("uninterpreted", f"{'CREATE' if create else 'ALTER'} DATABASE {name} not "
+                    "interpreted: the default character set of the database is unknown from "
+                    "here")
+        if replace:
+            _drop_database(ctx, name)
+        ctx.h.databases[key] = Database(name)
+        return
+    cs, coll = opts
+    # CHARACTER SET / COLLATE DEFAULT: the server's default, not known
+    reset = any(x is not None and x.lower() == "default" for x in (cs, coll))
+    if reset:
+        cs = None if cs is not None and cs.lower() == "default" else cs
+        coll = None if coll is not None and coll.lower() == "default" else coll
+    if create:
+        if if_not_exists:
+            if prev is not None and prev.exists:
+                return
+            if prev is None:
+                # it has tables (it exists), or may exist (created before the binlog):
+                # whether its default changed cannot be told
+                return
+        if replace:
+            _drop_database(ctx, name)
+        default = table_default(cs, coll)
+    else:
+        base = (prev.charset, prev.collation) if prev is not None and prev.exists \
+            and not reset else (None, None)
+        default = table_default(cs, coll, base)
+    ctx.h.databases[key] = Database(name, default[0], default[1])
+
+
+def _db_options(toks: list[Any], words: list[str], i: int
+                ) -> tuple[str | None, str | None] | None:
+    """(character set, collation) of CREATE / ALTER DATABASE options from token ``i`` (each
+    None when not named); None when they are not all understood."""
+    cs = coll = None
+    n = len(toks)
+
+    def value(j: int) -> tuple[str | None, int]:
+        if j < n and toks[j].token_type.name == "EQ":
+            j += 1
+        if j >= n or toks[j].token_type.name in ("COMMA", "L_PAREN", "R_PAREN", "SEMICOLON"):
+            return None, j
+        return toks[j].text, j + 1
+
+    while i < n:
+        w = words[i]
+        got: str | None
+        if w == "DEFAULT":
+            i += 1
+            continue
+        if (w == "CHARACTER" and i + 1 < n and words[i + 1] == "SET") or w == "CHARSET":
+            got, i = value(i + (2 if w == "CHARACTER" else 1))
+            if got is None:
+                return None
+            cs = got
+        elif w == "COLLATE":
+            got, i = value(i + 1)
+            if got is None:
+                return None
+            coll = got
+        elif w in ("ENCRYPTION", "COMMENT"):
+            got, i = value(i + 1)
+            if got is None:
+                return None
+        elif w == "READ" and i + 1 < n and words[i + 1] == "ONLY":
+            got, i = value(i + 2)
+            if got is None:
+                return None
+        elif words[i:i + 4] == ["UPGRADE", "DATA", "DIRECTORY", "NAME"]:
+            i += 4
+        else:
+            return None
+    return cs, coll

@@ -78,6 +78,11 @@ class Version:
     columns: tuple[SchemaColumn, ...] | None
     primary_key: tuple[str, ...] = ()
     exists: bool = True
+    # the table's default character set and collation (CREATE TABLE ... DEFAULT CHARSET=,
+    # else its database's default then; ALTER TABLE ... CHARACTER SET): what a text column
+    # added or redefined later without its own takes.  None: not known.
+    charset: str | None = None
+    collation: str | None = None
 
     def column(self, name: str) -> SchemaColumn | None:
         for c in self.columns or ():
@@ -93,6 +98,10 @@ class Version:
             "columns": None if self.columns is None else [c.to_dict() for c in self.columns],
             "primary_key": list(self.primary_key), "ddl": self.ddl,
         }
+        if self.charset is not None:
+            d["charset"] = self.charset
+        if self.collation is not None:
+            d["collation"] = self.collation
         return d
 
     @classmethod
@@ -105,7 +114,8 @@ class Version:
                    (int(start["seq"]), int(start["pos"])), start.get("file"),
                    str(d.get("ddl") or ""), str(d.get("change") or "snapshot"),
                    None if cols is None else tuple(SchemaColumn.from_dict(c) for c in cols),
-                   tuple(d.get("primary_key") or ()), bool(d.get("exists", True)))
+                   tuple(d.get("primary_key") or ()), bool(d.get("exists", True)),
+                   d.get("charset"), d.get("collation"))
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,18 @@ def _key(name: str) -> str:
     return name.lower()
 
 
+@dataclass(frozen=True)
+class Database:
+    """What the history knows of a database: its default character set and collation
+    (CREATE / ALTER DATABASE; None: not known, e.g. the server's default), and whether it
+    exists (False from a DROP DATABASE)."""
+
+    name: str
+    charset: str | None = None
+    collation: str | None = None
+    exists: bool = True
+
+
 @dataclass
 class SchemaHistory:
     """Every table's versions in position order, and the findings made while building."""
@@ -148,6 +170,11 @@ class SchemaHistory:
     # (position, (old db, old table), (new db, new table))
     renames: list[tuple[Position, tuple[str, str], tuple[str, str]]] = \
         field(default_factory=list)
+    # the databases the DDL so far created, altered or dropped (lower-cased name -> state):
+    # the default character set a CREATE TABLE without its own takes.  Only the state after
+    # the last statement applied (it is not part of a version, nor of `binlake schema`
+    # output: each table's version holds the default it took)
+    databases: dict[str, Database] = field(default_factory=dict)
     _starts: dict[tuple[str, str], list[Position]] = field(default_factory=dict)
 
     def add(self, v: Version) -> None:
@@ -172,6 +199,9 @@ class SchemaHistory:
             return None
         i = bisect.bisect_right(starts, pos)
         return self.versions[k][i - 1] if i else None
+
+    def database(self, name: str) -> Database | None:
+        return self.databases.get(_key(name))
 
     def tables(self) -> list[tuple[str, str]]:
         return sorted(self.versions)

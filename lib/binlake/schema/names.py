@@ -12,8 +12,11 @@ of the TableMap whose columns carry what the binlog left out:
 * integer / decimal / float signedness when the Table_map has no SIGNEDNESS field (NO_LOG):
   an unsigned 4294967295 then reads as 4294967295, not -1;
 * ENUM and SET member names (FULL-only), so values read as names, not indexes;
-* the character set of text columns whose DDL named one, and ``binary`` for BLOB / BINARY /
-  VARBINARY columns (without it a text column is read as UTF-8 where it is valid).
+* the character set of text columns (NO_LOG logs none): the column's own (``CHARACTER SET``,
+  or the one its ``COLLATE`` names), else its table's default, else its database's
+  (:mod:`.ddl` records them), and ``binary`` for BLOB / BINARY / VARBINARY columns.  When the
+  history does not know it (a table created in a database made before the binlog, without
+  a default of its own) a text column is read as UTF-8 where it is valid, else as bytes.
 
 A disagreement (say, a DDL run with ``sql_log_bin=0``) leaves the TableMap as it is (``@n``
 names: no names are always better than wrong names) and is a ``table_map_mismatch``
@@ -30,7 +33,7 @@ from ..binlog.columns import _NUMERIC, TableMap
 from ..binlog.constants import ColumnType as T
 from ..binlog.fde import parse_version
 from .model import Finding, Position, SchemaHistory, Version
-from .types import check_table_map
+from .types import charset_of_collation, check_table_map
 
 _BINARY_BASES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob",
                            "longblob"})
@@ -72,10 +75,13 @@ def named_copy(tm: TableMap, version: Version) -> TableMap:
         if c.type in (T.ENUM, T.SET) and c.members is None and sc.members is not None:
             n.members = tuple(sc.members)
         if c.collation is None and c.type in _TEXT_TYPES:
-            if sc.base in _BINARY_BASES or sc.charset == "binary":
+            # the column's character set: its own, else its collation's (histories written
+            # before columns took the one their collation names)
+            cs = sc.charset or charset_of_collation(sc.collation)
+            if sc.base in _BINARY_BASES or cs == "binary":
                 n.collation = BINARY_COLLATION
             else:
-                n.collation = collation_for(sc.charset)
+                n.collation = collation_for(cs)
         cols.append(n)
     pk = tm.primary_key
     if pk is None and version.primary_key:

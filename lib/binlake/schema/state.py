@@ -9,7 +9,7 @@ from typing import Any
 
 from .model import Finding, Position, SchemaColumn, SchemaHistory, Version
 from .sqltext import leading_words
-from .types import Uninterpretable
+from .types import Uninterpretable, table_default
 
 _OPTIONS_ONLY = re.compile(
     r"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:IF\s+EXISTS\s+)?(?:`(?:[^`]|``)+`|[\w$.]+)"
@@ -42,16 +42,53 @@ class Ctx:
         return v.incarnation + 1 if v else 1
 
     def put(self, db: str, table: str, change: str, columns: tuple[SchemaColumn, ...] | None,
-            pk: tuple[str, ...] = (), *, exists: bool = True, new: bool = False) -> None:
+            pk: tuple[str, ...] = (), *, exists: bool = True, new: bool = False,
+            default: tuple[str | None, str | None] | None = None) -> None:
+        """A new version.  ``default``: the table's default (character set, collation); when
+        not given, a version of a table that goes on (same incarnation, columns known) keeps
+        the previous one's, others have none."""
         prev = self.h.latest(db, table)
         inc = self.incarnation(db, table) if new else (prev.incarnation if prev else 1)
+        if default is None:
+            keep = (not new and exists and columns is not None and prev is not None
+                    and prev.exists and prev.columns is not None)
+            default = (prev.charset, prev.collation) if keep and prev is not None \
+                else (None, None)
         self.h.add(Version(db, table, inc, self.pos, self.file, self.ddl, change, columns,
-                           tuple(pk), exists))
+                           tuple(pk), exists, default[0], default[1]))
+
+    def db_default(self, db: str) -> tuple[str | None, str | None]:
+        """The default (character set, collation) of database ``db`` as far as known."""
+        d = self.h.database(db)
+        return (d.charset, d.collation) if d is not None and d.exists else (None, None)
 
     def unknown(self, db: str, table: str, change: str = "unknown") -> None:
         prev = self.h.latest(db, table)
         new = prev is None or not prev.exists
         self.put(db, table, change, None, new=new)
+
+
+def options_default(ctx: Ctx, options: list[Any], base: tuple[str | None, str | None],
+                    db: str) -> tuple[str | None, str | None]:
+    """A table's default (character set, collation) after its options (sqlglot's
+    ``CharacterSetProperty`` / ``CollateProperty`` of a CREATE or ALTER TABLE): ``base`` (the
+    database's default for a CREATE, the table's for an ALTER) changed by them;
+    ``CHARACTER SET DEFAULT`` is the database's."""
+    from sqlglot import exp
+
+    cs = coll = None
+    for p in options:
+        if isinstance(p, exp.CharacterSetProperty):
+            cs = p.this.name
+        elif isinstance(p, exp.CollateProperty):
+            coll = p.this.name
+    if coll is not None and coll.lower() == "default":
+        coll = None
+    if cs is not None and cs.lower() == "default":
+        if coll is None:
+            return ctx.db_default(db)
+        cs = ctx.db_default(db)[0]
+    return table_default(cs, coll, base)
 
 
 def _names_in(text: str) -> list[tuple[str, str]]:
@@ -134,12 +171,14 @@ def rename(ctx: Ctx, old: tuple[str, str], new: tuple[str, str]) -> None:
     prev = ctx.latest(*old)
     cols: tuple[SchemaColumn, ...] | None
     pk: tuple[str, ...]
+    default: tuple[str | None, str | None] | None = None
     if prev is None or not prev.exists:
         ctx.finding("unknown_table", f"rename of {old[0]}.{old[1]} to {new[0]}.{new[1]}: the "
                     "history does not hold the source", f"{new[0]}.{new[1]}")
         cols, pk = None, ()
     else:
         cols, pk = prev.columns, prev.primary_key
+        default = (prev.charset, prev.collation) if cols is not None else None
         ctx.put(*old, "rename_out", None, exists=False)
         ctx.h.renames.append((ctx.pos, old, new))
-    ctx.put(*new, "rename_in", cols, pk, new=True)
+    ctx.put(*new, "rename_in", cols, pk, new=True, default=default)

@@ -11,8 +11,10 @@ JSON (a LONGTEXT alias) BLOB, BIT, every spatial type GEOMETRY, MySQL 9 VECTOR V
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from ..binlog.charsets import COLLATIONS, MYSQL_COLLATION_NAMES
 from ..binlog.constants import ColumnType as T
 from .model import SchemaColumn, Version
 
@@ -21,7 +23,8 @@ _BASE = {
     "TINYINT": "tinyint", "UTINYINT": "tinyint", "SMALLINT": "smallint",
     "USMALLINT": "smallint", "MEDIUMINT": "mediumint", "UMEDIUMINT": "mediumint",
     "INT": "int", "UINT": "int", "BIGINT": "bigint", "UBIGINT": "bigint",
-    "BOOLEAN": "tinyint", "FLOAT": "float", "DOUBLE": "double", "DECIMAL": "decimal",
+    "BOOLEAN": "tinyint", "FLOAT": "float", "DOUBLE": "double", "UDOUBLE": "double",
+    "DECIMAL": "decimal",
     "UDECIMAL": "decimal", "DATE": "date", "DATETIME": "datetime", "TIMESTAMP": "timestamp",
     "TIMESTAMPTZ": "timestamp", "TIME": "time", "YEAR": "year", "CHAR": "char",
     "NCHAR": "char", "VARCHAR": "varchar", "NVARCHAR": "varchar", "BINARY": "binary",
@@ -35,6 +38,9 @@ INTEGERS = ("tinyint", "smallint", "mediumint", "int", "bigint")
 TEMPORALS = ("datetime", "timestamp", "time")
 SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring",
            "multipolygon", "geometrycollection")
+# the types that have a character set (a column of one without its own takes the table's)
+TEXT_BASES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum",
+                        "set"})
 # Type words sqlglot reads as another MySQL type (REAL is DOUBLE, LONG is MEDIUMTEXT, INT8
 # is BIGINT in MySQL; sqlglot makes them FLOAT, BIGINT, TINYINT): a statement using one is
 # not interpreted.
@@ -77,7 +83,7 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
         elif kn == "ZeroFillColumnConstraint":
             unsigned = True
         elif kn == "CharacterSetColumnConstraint":
-            charset = k.this.name.lower()
+            charset = k.this.name.lower()  # ASCII / UNICODE: sqlglot gives latin1 / ucs2
         elif kn == "CollateColumnConstraint":
             collation = k.this.name.lower()
         elif kn == "ComputedColumnConstraint":
@@ -97,6 +103,10 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
             nums.append(int(v.this))
     if dtype == "SERIAL":
         unsigned, nullable = True, False
+    if dtype in ("NCHAR", "NVARCHAR") and charset is None:
+        charset = "utf8mb3"  # NATIONAL CHAR / NCHAR / NVARCHAR: the server's utf8 (utf8mb3)
+    if charset is None and collation is not None:
+        charset = charset_of_collation(collation)  # COLLATE latin1_bin: latin1
     if dtype == "BOOLEAN":
         nums = []
     if base in ("char", "binary", "bit"):
@@ -126,6 +136,65 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
                         base=base, nullable=nullable, length=length, precision=precision,
                         scale=scale, unsigned=unsigned, charset=charset, collation=collation,
                         members=members, generated=generated, invisible=invisible), pk
+
+
+_COLLATION_CHARSET: dict[str, str] | None = None
+
+
+def _collation_charsets() -> dict[str, str]:
+    global _COLLATION_CHARSET
+    if _COLLATION_CHARSET is None:
+        out = {name.lower(): cs for name, cs in COLLATIONS.values()}
+        for cid, name in MYSQL_COLLATION_NAMES.items():
+            if cid in COLLATIONS:
+                out.setdefault(name.lower(), COLLATIONS[cid][1])
+        _COLLATION_CHARSET = out
+    return _COLLATION_CHARSET
+
+
+def charset_of_collation(collation: str | None) -> str | None:
+    """The character set of a collation name (``latin1_bin`` -> ``latin1``; MySQL 5.7's
+    ``utf8_general_ci`` -> ``utf8mb3``), None when it cannot be told (MariaDB 11's
+    character-set-less ``uca1400_ai_ci``, whose character set comes from the context)."""
+    if not collation:
+        return None
+    name = collation.lower()
+    known = _collation_charsets()
+    if name in known:
+        return known[name]
+    if name.startswith("utf8_"):
+        name = "utf8mb3_" + name[5:]
+        if name in known:
+            return known[name]
+    # a collation the table does not list: its name begins with its character set's
+    charsets = set(known.values())
+    return max((cs for cs in charsets if name.startswith(cs + "_")), key=len, default=None)
+
+
+def table_default(charset: str | None, collation: str | None,
+                  base: tuple[str | None, str | None] = (None, None)
+                  ) -> tuple[str | None, str | None]:
+    """A default (character set, collation) from table or database options naming a
+    ``charset`` and/or a ``collation``; ``base``: the default they change (a collation whose
+    character set cannot be told keeps the base's character set)."""
+    cs = charset.lower() if charset else None
+    coll = collation.lower() if collation else None
+    if cs is None and coll is None:
+        return base
+    if cs is None:
+        cs = charset_of_collation(coll) or base[0]
+    return cs, coll
+
+
+def with_default(col: SchemaColumn, default: tuple[str | None, str | None] | None
+                 ) -> SchemaColumn:
+    """A text column whose definition names no character set takes the table's default
+    (and its collation when the column names none); other columns are returned as given."""
+    if col.base not in TEXT_BASES or col.charset is not None or default is None \
+            or default[0] is None:
+        return col
+    return replace(col, charset=default[0],
+                   collation=col.collation if col.collation is not None else default[1])
 
 
 def render_type(base: str, length: int | None, precision: int | None, scale: int | None,
