@@ -14,8 +14,11 @@ CREATE TABLE of the same name with other column types, CREATE TABLE ... LIKE, CR
 ... SELECT, RANGE / HASH partitioned tables (and ADD PARTITION), RENAME TABLE (only: nothing
 crashes), tables without a primary key.  Per mode:
 
-* every mirror equals the server's own final ``SELECT *``, cell by cell; the mirrors are the
-  server's tables with a primary key;
+* every mirror equals the server's own final ``SELECT *``, cell by cell (each row is
+  written after its table's last DDL, so a mirror's dropped / renamed / older-type columns
+  must be NULL); the mirrors are the server's tables with a primary key (a table without
+  one may have a replica's mirror, lake/nopk.py: then it holds the server's multiset of
+  rows);
 * ``schema_history`` holds one row per version (snapshot and DDL) of the source;
 * MINIMAL / NO_LOG: the ``row_changes`` images are keyed by column names, not ``@n``;
 * a table created before the archive that no snapshot names: a ``no_schema`` finding, no
@@ -334,6 +337,7 @@ def lake(spark_lake: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPa
     t0 = time.monotonic()
     summary = _load(spark_lake, settings, world["files"])
     TIMINGS[f"{mode} load"] = time.monotonic() - t0
+    print(f"\n{mode} load phases: {summary.timings}")
     return {"settings": settings, "summary": summary}
 
 
@@ -421,6 +425,16 @@ def _compare(spark: Any, settings: Any, world: dict[str, Any], db: str, tbl: str
     bad = [(f"id={g[k]}", c.name, a, b) for g, w in zip(got, want)
            for c, a, b in zip(cols, g, w) if a != b]
     assert not bad, (where, "(row, column, mirror, server)", bad)
+    # every row was written after the table's last DDL: the mirror's other columns (dropped,
+    # renamed, or of an older type) hold nothing
+    mirror = settings.table(_mirror_name(db, tbl))
+    names = [f.name for f in spark.table(mirror).schema.fields]
+    stale = sorted(set(names) - {_slot(names, c.name) for c in cols}
+                   - {n for n in names if n.startswith("_")})
+    if stale:
+        held = spark.sql(f"SELECT {', '.join(f'count(`{n}`)' for n in stale)} "
+                         f"FROM {mirror}").collect()[0]
+        assert not any(held), (where, dict(zip(stale, held)))
 
 
 def _no_names(mode: str, db: str, tbl: str) -> bool:
@@ -643,6 +657,9 @@ def test_two_runs_same_mirrors(spark_lake: Any, world: dict[str, Any], lake: dic
     summary = _load(spark_lake, second, world["files"][2:])
     TIMINGS[f"{mode} two runs"] = time.monotonic() - t0
     assert [f["status"] for f in summary.files] == ["loaded", "loaded"], summary.files
+    # the tables of files 1..2 and of the snapshot were known: no finding for them
+    assert {f.get("table") for f in _schema_findings(summary)} <= {
+        f"{NSD}.nosnap", f"{DB}.hidden"}, summary.findings
     one = lake["settings"]
     assert _mirrors(spark_lake, second) == _mirrors(spark_lake, one)
     assert _mirror_name(DB, "evolve_pre") in _mirrors(spark_lake, one)
