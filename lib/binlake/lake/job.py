@@ -40,6 +40,7 @@ from ..txn.split import group_ranges, split_file
 from ..txn.xa import load_pending
 from . import extract as X
 from . import schemas as S
+from .alters import apply_alters
 from .commit import add_data_files, remove_files, table_out
 from .lifecycle import apply_lifecycle, last_points
 from .lock import load_lock, lock_is_global
@@ -692,6 +693,10 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
             run_history.history, set(good_seqs)))
         for name, rep in nopk.items():
             summary.typed["tables"].get(name, {}).update(mirror=rep["mirror"], nopk=rep)
+        # ALTER TABLE rewrote the rows no change touched since (alters.py)
+        altered = apply_alters(spark, settings, run_history.history, prepared.jobs)
+        for name, done in altered.items():
+            summary.typed["tables"].get(name, {})["altered"] = done
     # TRUNCATE / DROP / CREATE / RENAME TABLE on the mirrors and changelogs (lifecycle.py)
     # (and a mirror built whole in this run, of every such change in the history)
     built = [(name.split(".", 1)[0], name.split(".", 1)[1]) for name, rep in summary.typed.get("tables", {}).items()

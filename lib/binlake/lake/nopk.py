@@ -124,8 +124,11 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
         *[F.col(o).alias(c) for o, c in zip(olds, typed)], F.lit(-1).alias("__d"),
         okey.alias("__o"), F.col("_commit_ts").alias("__ts"))
     net = adds.unionByName(takes).unionByName(moved).groupBy(*[q(c) for c in typed]).agg(
-        F.sum("__d").alias("__net"), F.max("__o").alias("__o"),
-        F.max_by("__ts", "__o").alias("__ts")).where("__net != 0").localCheckpoint(eager=True)
+        # the copies added carry the latest change that added one (as a run per change
+        # would leave them)
+        F.sum("__d").alias("__net"), F.max(F.when(F.col("__d") > 0, F.col("__o"))).alias("__o"),
+        F.max_by(F.when(F.col("__d") > 0, F.col("__ts")), F.when(F.col("__d") > 0, F.col("__o"))
+                 ).alias("__ts")).where("__net != 0").localCheckpoint(eager=True)
     last = todo.agg(F.max(okey)).collect()[0][0]
     if net.limit(1).count():
         have = spark.table(mirror).where(f"_source = {src}")

@@ -43,6 +43,7 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
     cols = list(prev.columns)
     pk = list(prev.primary_key)
     rename_to = None
+    renamed: list[tuple[str, str]] = []
     # [DEFAULT] CHARACTER SET / COLLATE: the table's default for the columns this statement
     # (wherever they stand in it) and later ones add or redefine without their own; the
     # columns the table has keep theirs (CONVERT TO CHARACTER SET is not interpreted)
@@ -69,6 +70,8 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
                     raise Uninterpretable(f"MODIFY/CHANGE of column {old_name!r}, which the "
                                           "version does not hold")
                 c, inline_pk = column_from_def(cd)
+                if c.name.lower() != old_name.lower():  # CHANGE old new
+                    renamed.append((cols[i].name, c.name))
                 c = with_default(c, default)  # a redefined column without one: the table's
                 pos = cd.args.get("position")
                 if pos is None:
@@ -87,6 +90,7 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
                         continue
                     raise Uninterpretable(f"RENAME COLUMN {old_name!r}, which the version "
                                           "does not hold")
+                renamed.append((cols[i].name, new_name))
                 cols[i] = replace(cols[i], name=new_name)
                 pk = [new_name if p.lower() == old_name.lower() else p for p in pk]
             elif isinstance(a, exp.Drop):
@@ -144,7 +148,8 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
                         f"{name[0]}.{name[1]}")
             ctx.unknown(*name, "alter")
             return
-    ctx.put(*name, "alter", tuple(pk_not_null(cols, tuple(pk))), tuple(pk), default=default)
+    ctx.put(*name, "alter", tuple(pk_not_null(cols, tuple(pk))), tuple(pk), default=default,
+            renamed=tuple(renamed))
     if rename_to is not None and (rename_to[0].lower(), rename_to[1].lower()) != \
             (name[0].lower(), name[1].lower()):
         rename(ctx, name, rename_to)

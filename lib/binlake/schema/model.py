@@ -30,6 +30,9 @@ class SchemaColumn:
     members: tuple[str, ...] | None = None  # ENUM/SET values
     generated: str | None = None  # "VIRTUAL" | "STORED"
     invisible: bool = False
+    # the DEFAULT clause as SQL text ("'x'", "0", "NULL", "current_timestamp()"), None when
+    # the DDL gives none; not compared (snapshots from information_schema do not carry it)
+    default: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "type": self.type, "nullable": self.nullable}
@@ -43,6 +46,8 @@ class SchemaColumn:
             d["members"] = list(self.members)
         if self.invisible:
             d["invisible"] = True
+        if self.default is not None:
+            d["default"] = self.default
         return d
 
     @classmethod
@@ -54,7 +59,7 @@ class SchemaColumn:
                    bool(d.get("nullable", True)), d.get("length"), d.get("precision"),
                    d.get("scale"), bool(d.get("unsigned", False)), d.get("charset"),
                    d.get("collation"), tuple(members) if members is not None else None,
-                   d.get("generated"), bool(d.get("invisible", False)))
+                   d.get("generated"), bool(d.get("invisible", False)), d.get("default"))
 
 
 def _base_of(type_text: str) -> str:
@@ -83,6 +88,8 @@ class Version:
     # added or redefined later without its own takes.  None: not known.
     charset: str | None = None
     collation: str | None = None
+    # the columns an ALTER renamed (RENAME COLUMN, CHANGE old new): (old, new) pairs
+    renamed: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def column(self, name: str) -> SchemaColumn | None:
         for c in self.columns or ():
@@ -102,6 +109,8 @@ class Version:
             d["charset"] = self.charset
         if self.collation is not None:
             d["collation"] = self.collation
+        if self.renamed:
+            d["renamed"] = [list(p) for p in self.renamed]
         return d
 
     @classmethod
@@ -115,7 +124,8 @@ class Version:
                    str(d.get("ddl") or ""), str(d.get("change") or "snapshot"),
                    None if cols is None else tuple(SchemaColumn.from_dict(c) for c in cols),
                    tuple(d.get("primary_key") or ()), bool(d.get("exists", True)),
-                   d.get("charset"), d.get("collation"))
+                   d.get("charset"), d.get("collation"),
+                   tuple((str(a), str(b)) for a, b in d.get("renamed") or ()))
 
 
 @dataclass(frozen=True)

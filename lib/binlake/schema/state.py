@@ -43,7 +43,8 @@ class Ctx:
 
     def put(self, db: str, table: str, change: str, columns: tuple[SchemaColumn, ...] | None,
             pk: tuple[str, ...] = (), *, exists: bool = True, new: bool = False,
-            default: tuple[str | None, str | None] | None = None) -> None:
+            default: tuple[str | None, str | None] | None = None,
+            renamed: tuple[tuple[str, str], ...] = ()) -> None:
         """A new version.  ``default``: the table's default (character set, collation); when
         not given, a version of a table that goes on (same incarnation, columns known) keeps
         the previous one's, others have none."""
@@ -55,7 +56,7 @@ class Ctx:
             default = (prev.charset, prev.collation) if keep and prev is not None \
                 else (None, None)
         self.h.add(Version(db, table, inc, self.pos, self.file, self.ddl, change, columns,
-                           tuple(pk), exists, default[0], default[1]))
+                           tuple(pk), exists, default[0], default[1], renamed))
 
     def db_default(self, db: str) -> tuple[str | None, str | None]:
         """The default (character set, collation) of database ``db`` as far as known."""

@@ -68,7 +68,7 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
     params = kind.expressions
     nullable = True
     pk = False
-    charset = collation = generated = None
+    charset = collation = generated = default = None
     invisible = False
     for c in cd.constraints:
         k = c.args.get("kind")
@@ -90,6 +90,8 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
             generated = "STORED" if k.args.get("persisted") else "VIRTUAL"
         elif kn == "InvisibleColumnConstraint":
             invisible = True
+        elif kn == "DefaultColumnConstraint" and k.this is not None:
+            default = k.this.sql("mysql")
     length = precision = scale = None
     members = None
     nums: list[int] = []
@@ -135,7 +137,8 @@ def column_from_def(cd: Any) -> tuple[SchemaColumn, bool]:
                                                     members),
                         base=base, nullable=nullable, length=length, precision=precision,
                         scale=scale, unsigned=unsigned, charset=charset, collation=collation,
-                        members=members, generated=generated, invisible=invisible), pk
+                        members=members, generated=generated, invisible=invisible,
+                        default=default), pk
 
 
 _COLLATION_CHARSET: dict[str, str] | None = None

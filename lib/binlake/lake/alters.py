@@ -1,0 +1,127 @@
+"""What an ALTER TABLE does to the rows a mirror already holds (docs/lake.md "Table
+lifecycle").
+
+The server rewrites every row of the table on ``ALTER TABLE`` but logs no row change for
+it: a mirror row that no later change touched still has the columns of its last change.
+This module replays the rewrite on those rows (the mirror's rows whose order key is before
+the statement), from the schema history's versions before and after it and the typed
+columns the load's layouts map them to:
+
+* a renamed column (``RENAME COLUMN``, ``CHANGE old new``) whose typed column changes: the
+  new typed column gets the old one's value;
+* a column whose type changed into another typed column (``b`` -> ``b__v2``: an
+  incompatible change): the new typed column gets the old value, cast (Spark's cast);
+* an added column: its ``DEFAULT`` when that is a constant, else (NOT NULL without a
+  default) the type's implicit default (0, the empty string, an ENUM's first member); NULL
+  otherwise (what the typed column holds anyway).
+
+Applied to the ALTERs after the mirror's watermark of before the run (a rerun after the
+watermark moved past them does not apply them again; applying one twice gives the same
+rows), once a layout after the ALTER is known (the typed columns it maps to).  Only for
+mirrors with a primary key.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..config import Settings
+from ..schema.model import SchemaColumn, SchemaHistory, Version
+from .typed import _exists, lit, q, table_names
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_STRING = re.compile(r"^'(?:[^'\\]|\\.|'')*'$", re.S)
+_INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal",
+             "numeric", "float", "double", "bit", "year")
+_TEXTS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
+
+
+def _before(pos: tuple[int, int]) -> str:
+    seq, p = int(pos[0]), int(pos[1])
+    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos <= {p}))"
+
+
+def default_sql(c: SchemaColumn) -> str | None:
+    """The Spark SQL literal of what the server writes into an added column ``c`` of the
+    existing rows, or None when that is NULL or not a constant."""
+    d = getattr(c, "default", None)
+    if d is not None:
+        text = str(d).strip()
+        if text.upper() == "NULL":
+            return None
+        if _NUMBER.match(text):
+            return text
+        if _STRING.match(text):
+            body = text[1:-1].replace("''", "'")
+            return lit(body.encode("utf-8").decode("unicode_escape")
+                       if "\\" in body else body)
+        return None  # an expression (CURRENT_TIMESTAMP, a function): not replayed
+    if c.nullable or c.generated:
+        return None
+    if c.base in _INTEGERS:
+        return "0"
+    if c.base in _TEXTS:
+        return "''"
+    if c.base == "enum" and c.members:
+        return lit(c.members[0])
+    return None
+
+
+def apply_alters(spark: Any, settings: Settings, history: SchemaHistory,
+                 jobs: list[Any]) -> dict[str, Any]:
+    """Replay the ALTERs of the run's tables on their mirrors' older rows; returns per
+    ``db.tbl`` the statements' positions and the typed columns set."""
+    out: dict[str, Any] = {}
+    for job in jobs:
+        if job.plan is None or not job.pk_slots or not job.named:
+            continue
+        versions = history.versions.get((job.db.lower(), job.tbl.lower()), [])
+        mirror = settings.table(table_names(job.db, job.tbl)[1])
+        done = []
+        for i, v in enumerate(versions):
+            if v.change != "alter" or v.columns is None or i == 0:
+                continue
+            if job.wm is not None and (v.start[0], v.start[1]) <= (job.wm[0], job.wm[1]):
+                continue
+            prev = versions[i - 1]
+            if prev.columns is None or not prev.exists:
+                continue
+            sets = _sets(job, prev, v)
+            if sets and _exists(spark, mirror):
+                assign = ", ".join(f"{q(k)} = {e}" for k, e in sets.items())
+                spark.sql(f"UPDATE {mirror} SET {assign} WHERE _source = "
+                          f"{lit(settings.source)} AND {_before(v.start)}")
+                done.append({"pos": f"{v.start[0]},{v.start[1]}", "set": sorted(sets)})
+        if done:
+            out[f"{job.db}.{job.tbl}"] = done
+    return out
+
+
+def _sets(job: Any, prev: Version, v: Version) -> dict[str, str]:
+    """typed column -> SQL expression, for one ALTER (``prev`` -> ``v``)."""
+    at = v.start
+    before = [lay for lay in job.named if (lay.seq, lay.pos) <= at]
+    after = [lay for lay in job.named if (lay.seq, lay.pos) > at]
+    if not before or not after:
+        return {}
+    sb, sa = job.slots_of[id(before[-1])], job.slots_of[id(after[0])]
+    types = job.plan.columns
+    renamed = {new.lower(): old for old, new in getattr(v, "renamed", ()) or ()}
+    sets: dict[str, str] = {}
+    for c in v.columns or ():
+        dst = sa.get(c.name)
+        if dst is None or dst not in types:
+            continue
+        old = prev.column(renamed.get(c.name.lower(), c.name))
+        if old is None:  # added by this statement
+            val = default_sql(c)
+            if val is not None:
+                sets[dst] = f"CAST({val} AS {types[dst]})"
+            continue
+        if old.name == c.name and old.type == c.type:
+            continue  # unchanged by this statement
+        src = sb.get(old.name)
+        if src is not None and src != dst and src in types:
+            sets[dst] = f"CAST({q(src)} AS {types[dst]})"
+    return sets
