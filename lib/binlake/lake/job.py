@@ -476,10 +476,17 @@ def _run_history(spark: Any, settings: Settings, everything: list[BinlogFile],
     first file, the configured snapshots, the DDL of its files in order."""
     order = sorted(splittable, key=lambda n: seq_of[n])
     first = seq_of[order[0]] if order else min(f.seq for f in everything)
-    snapshots = [v for uri in settings.schema_snapshots for v in S.read_snapshot_file(uri)]
-    return S.build_run_history(
-        S.stored_history(spark, settings, first), snapshots,
-        [(n, seq_of[n], surveys[n].get("fde"), surveys[n]["ddl"]) for n in order])
+    last = seq_of[order[-1]] if order else max(f.seq for f in everything)
+    snapshots = [S.read_snapshot_file(uri) for uri in settings.schema_snapshots]
+    stored, found = S.archived_snapshots(
+        [f.uri.rsplit("/", 1)[0] for f in everything if "/" in f.uri], first, last)
+    versions, databases = S.stored_history(spark, settings, first)
+    out = S.build_run_history(
+        versions, snapshots + stored,
+        [(n, seq_of[n], surveys[n].get("fde"), surveys[n]["ddl"]) for n in order],
+        databases)
+    out.findings = found + out.findings
+    return out
 
 
 def _history_findings(settings: Settings, findings: list[Any]) -> list[dict[str, Any]]:
@@ -679,7 +686,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     S.store_versions(spark, settings, [v for v in run_history.new
                                        if v.start[0] not in {f.seq for f in files
                                                              if f.name in failed}],
-                     seqs, run_id)
+                     seqs, run_id, run_history.history.databases.values())
     phase("write")
     # Typed per-table changelog and mirror tables (when the binlog names the columns).
     if prepared.jobs:

@@ -17,6 +17,7 @@ for those files (:func:`store_versions`): reruns and backfills leave one row per
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,14 +28,24 @@ from ..binlog.columns import GEOMETRY_NAMES, Column, TableMap, _resolve_meta
 from ..binlog.fde import parse_version
 from ..config import Settings
 from ..schema.ddl import apply_ddl
-from ..schema.model import Finding, SchemaHistory, Version
+from ..schema.model import Database, Finding, SchemaHistory, Version
 from ..schema.names import named_copy
-from ..schema.seed import from_mysqldump
+from ..schema.snapshot import (
+    Snapshot,
+    SnapshotError,
+    apply_snapshot,
+    is_snapshot_text,
+    parse_snapshot,
+    snapshot_from_mysqldump,
+)
 from ..schema.sqltext import version_number
 from ..schema.types import check_table_map
 from .tables import SCHEMA_HISTORY, delete_where, has_snapshots
 
 _GEOMETRY_CODES = {v: k for k, v in GEOMETRY_NAMES.items()}
+
+
+DATABASE = "database"  # schema_history rows of a database's default character set
 
 
 @dataclass
@@ -51,22 +62,33 @@ def _lit(s: str) -> str:
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def stored_history(spark: Any, settings: Settings, before_seq: int) -> list[Version]:
-    """This source's stored versions that start before file ``before_seq``, in order."""
+def stored_history(spark: Any, settings: Settings, before_seq: int
+                   ) -> tuple[list[Version], list[Database]]:
+    """This source's stored versions that start before file ``before_seq``, in order, and
+    the database defaults the newest earlier run left."""
     table = settings.table(SCHEMA_HISTORY)
     if not has_snapshots(spark, table):
-        return []
+        return [], []
     rows = spark.table(table).where(
         f"source = {_lit(settings.source)} AND start_seq < {int(before_seq)}").select(
-        "version").collect()
-    out = [Version.from_dict(orjson.loads(r[0])) for r in rows]
+        "change", "start_seq", "version").collect()
+    out = [Version.from_dict(orjson.loads(r[2])) for r in rows if r[0] != DATABASE]
     out.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower(), v.incarnation))
-    return out
+    dbs: dict[str, tuple[int, Database]] = {}
+    for r in rows:
+        if r[0] == DATABASE:
+            d = orjson.loads(r[2])
+            db = Database(d["name"], d.get("charset"), d.get("collation"),
+                          bool(d.get("exists", True)))
+            if r[1] >= dbs.get(db.name.lower(), (-2, db))[0]:
+                dbs[db.name.lower()] = (r[1], db)
+    return out, [db for _, db in dbs.values()]
 
 
-def read_snapshot_file(uri: str) -> list[Version]:
-    """The versions of a snapshot: ``binlake schema snapshot`` JSON Lines, or mysqldump
-    ``--no-data`` output (versions before any binlog)."""
+def read_snapshot_file(uri: str) -> Snapshot:
+    """A snapshot named by the ``schema_snapshots`` setting: ``binlake schema snapshot``
+    JSON Lines (valid at its position), or ``mysqldump --no-data`` output (at the position
+    its ``CHANGE MASTER TO`` line gives, else before any binlog)."""
     from ..binlog.errors import BinlogError
     from ..binlog.source import _open_raw, parse_location
     from ..config import ConfigError
@@ -76,55 +98,77 @@ def read_snapshot_file(uri: str) -> list[Version]:
             text = fh.read().decode("utf-8")
     except (OSError, UnicodeDecodeError, BinlogError) as exc:
         raise ConfigError(f"schema_snapshots: {uri}: cannot be read ({exc})") from None
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
+    try:
+        if is_snapshot_text(text):
+            return parse_snapshot(text, uri)
+        return snapshot_from_mysqldump(text, uri)[0]
+    except SnapshotError as exc:
+        raise ConfigError(f"schema_snapshots: {exc}") from None
+
+
+_STORED = re.compile(r"\.(\d+)-(\d+)\.jsonl$")
+
+
+def archived_snapshots(dirs: Iterable[str], first_seq: int, last_seq: int
+                       ) -> tuple[list[Snapshot], list[Finding]]:
+    """The snapshots stored beside the binlogs (``_schema/`` of each directory or prefix
+    the run's files are in: :mod:`binlake.archive.snapshots`) that matter to a run of
+    files ``first_seq``..``last_seq``: the position-less ones and those from the file
+    before the first on.  One whose bytes differ from its recorded sha256, or that cannot
+    be read, is a finding and is not used."""
+    from ..archive.snapshots import list_snapshots, read_snapshot
+
+    out: list[Snapshot] = []
+    findings: list[Finding] = []
+    for d in sorted(set(dirs)):
+        try:
+            uris = list_snapshots(d)
+        except Exception as exc:  # an unlistable prefix: the run goes on without
+            findings.append(Finding("snapshot_unreadable", f"{d}: {exc}"))
+            continue
+        for uri in uris:
+            m = _STORED.search(uri)
+            if m is not None and not first_seq - 1 <= int(m.group(1)) <= last_seq:
                 continue
             try:
-                d = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise ConfigError(f"schema_snapshots: {uri}: line {n}: not JSON ({exc})"
-                                  ) from None
-            v = d.get("version") if isinstance(d, dict) else None
-            if isinstance(v, dict):
-                out.append(Version.from_dict(v))
-        return out
-    h = SchemaHistory()
-    from_mysqldump(text, history=h, file=uri)
-    return h.all_versions()
+                out.append(read_snapshot(uri))
+            except Exception as exc:  # SnapshotError, ObjectStoreError, I/O
+                findings.append(Finding("snapshot_unreadable", f"{uri}: {exc} (not used)",
+                                        uri))
+    return out, findings
 
 
-def build_run_history(stored: Iterable[Version], snapshots: Iterable[Version],
-                      files: list[tuple[str, int, dict[str, Any] | None, list[Any]]]
-                      ) -> RunHistory:
+def build_run_history(stored: Iterable[Version], snapshots: Iterable[Snapshot],
+                      files: list[tuple[str, int, dict[str, Any] | None, list[Any]]],
+                      databases: Iterable[Database] = ()) -> RunHistory:
     """The history of a run.  ``files``: per file of the run in order, (name, seq, facts of
-    its Format_description: ``server_version``/``flavor``, DDL events ``(pos, db, sql)``)."""
+    its Format_description: ``server_version``/``flavor``, DDL events ``(pos, db, sql)``).
+    The snapshots are merged at their positions, between the DDL statements
+    (:func:`binlake.schema.snapshot.apply_snapshot`)."""
     h = SchemaHistory()
     for v in stored:
         h.add(v)
+    for db in databases:
+        h.databases[db.name.lower()] = db
     out = RunHistory(h)
-    # snapshots: a table the history does not hold (or holds as unknown) takes the
-    # snapshot's version; the history's own DDL wins otherwise
-    for v in sorted(snapshots, key=lambda v: v.start):
-        have = h.latest(v.db, v.table)
-        if have is not None and have.start > v.start:
-            continue
-        cur = h.at(v.db, v.table, v.start)
-        if cur is None or cur.columns is None or not cur.exists:
-            h.add(v)
-            out.new.append(v)
-    before = len(h.findings)
     seen = {id(v) for vs in h.versions.values() for v in vs}
-    for name, seq, fde, events in files:
+    events: list[tuple[tuple[int, int], int, Any]] = [
+        (snap.start, 0, snap) for snap in snapshots]
+    for name, seq, fde, ddl in files:
         sv = str((fde or {}).get("server_version") or "")
         mariadb = (fde or {}).get("flavor") == "mariadb" or "mariadb" in sv.lower()
         number = version_number(parse_version(sv)) if sv else 999999
-        for pos, db, sql in events:
-            apply_ddl(h, sql, db=db, pos=(seq, pos), file=name, server_version=number,
+        events += [((seq, pos), 1, (name, db, sql, number, mariadb)) for pos, db, sql in ddl]
+    events.sort(key=lambda e: (e[0], e[1]))  # a snapshot at a DDL's position: before it
+    before = len(h.findings)
+    for at, kind, item in events:
+        if kind == 0:
+            apply_snapshot(h, item)
+        else:
+            name, db, sql, number, mariadb = item
+            apply_ddl(h, sql, db=db, pos=at, file=name, server_version=number,
                       mariadb=mariadb)
-    out.new += [v for vs in h.versions.values() for v in vs if id(v) not in seen]
+    out.new = [v for vs in h.versions.values() for v in vs if id(v) not in seen]
     out.new.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower()))
     out.findings = h.findings[before:]
     return out
@@ -202,9 +246,10 @@ def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
 
 
 def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: list[int],
-                   run_id: str) -> int:
+                   run_id: str, databases: Iterable[Database] = ()) -> int:
     """Replace what earlier runs stored for the run's files (and snapshots taken again)
-    with the run's versions; returns the number of rows written."""
+    with the run's versions, and the database defaults at the run's end (rows with
+    ``change = 'database'`` at the run's last file); returns the number of rows written."""
     table = settings.table(SCHEMA_HISTORY)
     src = _lit(settings.source)
     run_seqs = ",".join(str(int(s)) for s in sorted(set(seqs))) or "-2"
@@ -215,9 +260,15 @@ def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: lis
             f"(lower(db) = {_lit(v.db.lower())} AND lower(tbl) = {_lit(v.table.lower())} "
             f"AND start_seq = {v.start[0]} AND start_pos = {v.start[1]})" for v in snap) + "))"
     delete_where(spark, table, f"source = {src} AND ({cond})")
-    if not new:
+    last = max(seqs) if seqs else 0
+    rows: list[tuple[Any, ...]] = [
+        (settings.source, db.name, "", None, None, last, 0, DATABASE, db.exists, None, [], "",
+         orjson.dumps({"name": db.name, "charset": db.charset, "collation": db.collation,
+                       "exists": db.exists}).decode(), run_id)
+        for db in databases]
+    if not new and not rows:
         return 0
-    rows = [(settings.source, v.db, v.table, v.incarnation, v.file, v.start[0], v.start[1],
+    rows += [(settings.source, v.db, v.table, v.incarnation, v.file, v.start[0], v.start[1],
              v.change, v.exists,
              None if v.columns is None else orjson.dumps([c.to_dict() for c in v.columns]
                                                          ).decode(),
