@@ -673,3 +673,23 @@ def test_cli_schema_json_lines(capsysbinary: pytest.CaptureFixture[bytes],
     assert versions[1]["columns"] == [{"name": "i", "type": "int", "nullable": True}]
     assert not [x for x in lines if "finding" in x]  # every Table_map agrees
     assert b"4 Table_map(s) checked, 0 disagree(s)" in err
+
+
+def test_convert_to_character_set() -> None:
+    """ALTER TABLE ... CONVERT TO CHARACTER SET (sqlglot cannot parse it): every character
+    column and the table's default take the charset; binary columns keep none; combined
+    with another action it stays unparsed (unknown schema, never a guess)."""
+    h = _h("CREATE TABLE t (id INT PRIMARY KEY, b VARCHAR(10), x TEXT, bb BLOB, "
+           "e ENUM('a')) DEFAULT CHARSET=utf8mb4",
+           "ALTER TABLE t CONVERT TO CHARACTER SET latin1",
+           "ALTER TABLE `d`.`t` CONVERT TO CHARSET utf8mb4 COLLATE utf8mb4_bin")
+    vs = h.versions[("d", "t")]
+    assert [(c.name, c.charset) for c in vs[1].columns or ()] == [
+        ("id", None), ("b", "latin1"), ("x", "latin1"), ("bb", None), ("e", "latin1")]
+    assert vs[1].charset == "latin1"
+    assert {c.collation for c in vs[2].columns or () if c.charset} == {"utf8mb4_bin"}
+    assert not h.findings
+    h2 = _h("CREATE TABLE t (id INT PRIMARY KEY, b VARCHAR(10))",
+            "ALTER TABLE t CONVERT TO CHARACTER SET latin1, ADD COLUMN q INT")
+    assert h2.latest("d", "t").columns is None  # type: ignore[union-attr]
+    assert [f.kind for f in h2.findings] == ["unparsed"]

@@ -23,6 +23,7 @@ UNSIGNED`` as ``FLOAT ZEROFILL``, read as unsigned)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from .model import Database, Position, SchemaColumn, SchemaHistory
@@ -40,6 +41,7 @@ from .state import (
 )
 from .types import (
     MISREAD_TYPE_WORDS,
+    TEXT_BASES,
     Uninterpretable,
     column_from_def,
     table_default,
@@ -74,6 +76,10 @@ def apply_ddl(history: SchemaHistory, sql: str, *, db: str | None, pos: Position
         return True
     if kind == "table" and words[0] == "RENAME":
         _rename_table(ctx, text)
+        return True
+    conv = _CONVERT.match(text)
+    if kind == "table" and conv is not None:
+        _convert_to(ctx, conv)
         return True
     prepared = _prepare(text)
     bad = _misread_words(prepared)
@@ -193,6 +199,42 @@ def _misread_words(text: str) -> str | None:
         if t.token_type.name != "IDENTIFIER" and t.text.upper() in MISREAD_TYPE_WORDS:
             return t.text.upper()
     return None
+
+
+_IDENT = r"(?:`(?:[^`]|``)+`|[\w$]+)"
+# ALTER TABLE t CONVERT TO CHARACTER SET x [COLLATE y], the statement's only action (sqlglot
+# cannot parse it)
+_CONVERT = re.compile(
+    rf"^\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?P<name>{_IDENT}(?:\s*\.\s*{_IDENT})?)"
+    r"\s+CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s*=?\s*(?P<cs>\w+)"
+    r"(?:\s+COLLATE\s*=?\s*(?P<coll>\w+))?\s*$", re.I | re.S)
+
+
+def _convert_to(ctx: Ctx, m: re.Match[str]) -> None:
+    """``CONVERT TO CHARACTER SET``: every character column (CHAR, VARCHAR, TEXT types,
+    ENUM, SET) takes the character set (and collation), and so does the table's default.
+    The server may also promote a TEXT column to a bigger TEXT type to keep its length in
+    characters: that changes no binlog type code (every TEXT is BLOB) and is not modelled in
+    the version's type text."""
+    name = _alter_target(m.string, ctx)
+    prev = ctx.latest(*name)
+    if prev is None or not prev.exists or prev.columns is None:
+        ctx.finding("unknown_table", f"ALTER TABLE {name[0]}.{name[1]}: the history does not "
+                    "hold the table's schema", f"{name[0]}.{name[1]}")
+        ctx.unknown(*name, "alter")
+        return
+    cs, coll = m.group("cs").lower(), m.group("coll")
+    if cs == "default":
+        cs, dcoll = ctx.db_default(name[0])
+        coll = coll or dcoll
+        if cs is None:
+            _not_interpreted(ctx, ctx.ddl, "CONVERT TO CHARACTER SET DEFAULT of a database "
+                             "whose default is not known", "uninterpreted")
+            return
+    coll = coll.lower() if coll else None
+    cols = tuple(replace(c, charset=cs, collation=coll) if c.base in TEXT_BASES else c
+                 for c in prev.columns)
+    ctx.put(*name, "alter", cols, prev.primary_key, default=(cs, coll))
 
 
 def _alter_target(text: str, ctx: Ctx) -> tuple[str, str]:
