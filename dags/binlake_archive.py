@@ -1,8 +1,10 @@
 """binlake_archive: copy closed binlog files to the object store, every 15 minutes.
 
 Wiring only: the work is binlake.orchestrate.run_archive (binlake.archive), unit-tested
-without Airflow.  Nothing is read at import time but environment variables
-(binlake.orchestrate.dag_config).
+without Airflow.  Nothing is read at import time but environment variables and the local
+configuration file's ``[[sources]]`` (binlake.orchestrate.dag_configs): one DAG
+``binlake_archive`` for one source, or one ``binlake_archive__<name>`` per configured source
+(docs/orchestration.md, "Many sources").
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from typing import Any
 
 from airflow.sdk import DAG, Asset, task
 
-from binlake.orchestrate import archive_asset_uri, dag_config
+from binlake.orchestrate import archive_asset_uri, dag_configs
 
-CFG = dag_config()
-ARCHIVE = Asset(name=f"binlake_archive_{CFG['source']}", uri=archive_asset_uri(CFG))
 
-DOC = f"""
-### binlake_archive (source `{CFG['source']}`)
+def _doc(CFG: dict[str, Any]) -> str:
+    return f"""
+### {CFG['archive_dag_id']} (source `{CFG['source']}`)
 
 Every {CFG['archive_minutes']} minutes, copies the source server's **closed** binlog files to
 the object store, each exactly once: never the file the server is writing (the last one in
@@ -61,37 +62,44 @@ def _remote(conn_id: str) -> dict[str, Any] | None:
             "password": c.password or ""}
 
 
-with DAG(
-    dag_id="binlake_archive",
-    schedule=timedelta(minutes=CFG["archive_minutes"]),
-    start_date=datetime.fromisoformat(CFG["start_date"]).replace(tzinfo=UTC),
-    catchup=False,  # archiving is about the server's state now, not about past intervals
-    max_active_runs=1,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
-    tags=["binlake", "archive", f"source:{CFG['source']}"],
-    doc_md=DOC,
-) as dag:
+def build(CFG: dict[str, Any]) -> DAG:
+    """The archive DAG of one source (``CFG``: one of dag_configs())."""
+    ARCHIVE = Asset(name=f"binlake_archive_{CFG['source']}", uri=archive_asset_uri(CFG))
+    with DAG(
+        dag_id=CFG["archive_dag_id"],
+        schedule=timedelta(minutes=CFG["archive_minutes"]),
+        start_date=datetime.fromisoformat(CFG["start_date"]).replace(tzinfo=UTC),
+        catchup=False,  # archiving is about the server's state now, not about past intervals
+        max_active_runs=1,
+        default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
+        tags=["binlake", "archive", f"source:{CFG['source']}"],
+        doc_md=_doc(CFG),
+    ) as dag:
 
-    @task(outlets=[ARCHIVE], doc_md="""
-    Lists the source's binlog index, copies the closed files the store lacks (multipart for
-    large files on S3, atomic rename locally), records sha256/size/archived_at. With the
-    server connection, then stores a schema snapshot (skipped when the schema is unchanged;
-    a failure is only a warning). Returns the report (XCom): `archived`, `already`,
-    `skipped` (not closed yet), `gaps`, `new_gaps`, `schema_snapshot`.
-    """)
-    def archive() -> dict[str, Any]:
-        from airflow.sdk.exceptions import AirflowFailException
+        @task(outlets=[ARCHIVE], doc_md="""
+        Lists the source's binlog index, copies the closed files the store lacks (multipart for
+        large files on S3, atomic rename locally), records sha256/size/archived_at. With the
+        server connection, then stores a schema snapshot (skipped when the schema is unchanged;
+        a failure is only a warning). Returns the report (XCom): `archived`, `already`,
+        `skipped` (not closed yet), `gaps`, `new_gaps`, `schema_snapshot`.
+        """)
+        def archive() -> dict[str, Any]:
+            from airflow.sdk.exceptions import AirflowFailException
 
-        from binlake.archive import ArchiveGapError
-        from binlake.archive.objectstore import ObjectConflictError
-        from binlake.config import load_settings
-        from binlake.orchestrate import run_archive
+            from binlake.archive import ArchiveGapError
+            from binlake.archive.objectstore import ObjectConflictError
+            from binlake.orchestrate import run_archive, task_settings
 
-        settings = load_settings()
-        try:
-            return run_archive(settings, s3_client=_s3_client(settings.airflow_s3_conn_id),
-                               remote=_remote(settings.airflow_source_conn_id))
-        except (ArchiveGapError, ObjectConflictError) as exc:
-            raise AirflowFailException(str(exc)) from exc  # a retry would not help
+            settings = task_settings(CFG)
+            try:
+                return run_archive(settings, s3_client=_s3_client(settings.airflow_s3_conn_id),
+                                   remote=_remote(settings.airflow_source_conn_id))
+            except (ArchiveGapError, ObjectConflictError) as exc:
+                raise AirflowFailException(str(exc)) from exc  # a retry would not help
 
-    archive()
+        archive()
+        return dag
+
+
+for _cfg in dag_configs():
+    globals()[_cfg["archive_dag_id"]] = build(_cfg)

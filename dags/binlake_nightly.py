@@ -2,7 +2,9 @@
 
 Wiring only: the steps are binlake.orchestrate.{plan,validate,publish,report} and the Spark
 job jobs/load_audited.py (jobs/load_binlogs.py).  Nothing is read at import time but
-environment variables (binlake.orchestrate.dag_config).
+environment variables and the local configuration file's ``[[sources]]``
+(binlake.orchestrate.dag_configs): one DAG ``binlake_nightly`` for one source, or one
+``binlake_nightly__<name>`` per configured source (docs/orchestration.md, "Many sources").
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
-from binlake.orchestrate import LAKE_TABLES, archive_asset_uri, dag_config, table_asset_uri
+from binlake.orchestrate import LAKE_TABLES, archive_asset_uri, dag_configs, table_asset_uri
 
 
 class LoadOperator(SparkSubmitOperator):
@@ -45,13 +47,10 @@ class LoadOperator(SparkSubmitOperator):
         self.log.info("load summary:\n%s", load_summary_text(found[-1]))
         return found[-1]
 
-CFG = dag_config()
-ARCHIVE = Asset(name=f"binlake_archive_{CFG['source']}", uri=archive_asset_uri(CFG))
-TABLES = [Asset(name=f"{CFG['catalog_name']}.{CFG['namespace']}.{t}",
-                uri=table_asset_uri(CFG, t)) for t in LAKE_TABLES]
 
-DOC = f"""
-### binlake_nightly (source `{CFG['source']}`)
+def _doc(CFG: dict[str, Any]) -> str:
+    return f"""
+### {CFG['nightly_dag_id']} (source `{CFG['source']}`)
 
 Nightly (`{CFG['nightly_cron']}` UTC), for its data interval:
 
@@ -76,119 +75,132 @@ are idempotent, so a backfill over loaded data leaves the tables as they were.  
 time (`max_active_runs=1`): XA state flows from each run to the next through the tables.
 """
 
-PARAMS = {
-    "files": Param([], type=["null", "array"], items={"type": "string"},
-                   title="Binlog files",
-                   description="Load exactly these archived files (e.g. mariadb-bin.000042, or "
-                   "its URI). Wins over the other fields."),
-    "from_file": Param(None, type=["null", "string"], title="From file",
-                       description="First binlog file name of a range (inclusive)."),
-    "to_file": Param(None, type=["null", "string"], title="To file",
-                     description="Last binlog file name of a range (inclusive)."),
-    "from_date": Param(None, type=["null", "string"], format="date", title="From date",
-                       description="Files archived on or after this UTC date."),
-    "to_date": Param(None, type=["null", "string"], format="date", title="To date",
-                     description="Files archived on or before this UTC date."),
-}
 
-with DAG(
-    dag_id="binlake_nightly",
-    schedule=CronDataIntervalTimetable(CFG["nightly_cron"], timezone="UTC"),
-    start_date=datetime.fromisoformat(CFG["start_date"]).replace(tzinfo=UTC),
-    catchup=CFG["catchup"],
-    max_active_runs=1,  # one run per source at a time: XA state flows run to run
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=2)},
-    params=PARAMS,
-    tags=["binlake", "lake", f"source:{CFG['source']}"],
-    doc_md=DOC,
-) as dag:
+def _params() -> dict[str, Param]:
+    """Fresh Param objects for each DAG (never shared between two sources' DAGs)."""
+    return {
+        "files": Param([], type=["null", "array"], items={"type": "string"},
+                       title="Binlog files",
+                       description="Load exactly these archived files (e.g. mariadb-bin.000042, or "
+                       "its URI). Wins over the other fields."),
+        "from_file": Param(None, type=["null", "string"], title="From file",
+                           description="First binlog file name of a range (inclusive)."),
+        "to_file": Param(None, type=["null", "string"], title="To file",
+                         description="Last binlog file name of a range (inclusive)."),
+        "from_date": Param(None, type=["null", "string"], format="date", title="From date",
+                           description="Files archived on or after this UTC date."),
+        "to_date": Param(None, type=["null", "string"], format="date", title="To date",
+                         description="Files archived on or before this UTC date."),
+    }
 
-    @task(multiple_outputs=True, inlets=[ARCHIVE], doc_md="""
-    Chooses the archived files of this run (params, else the data interval + older files
-    `main` lacks) and computes the Spark job's arguments, branch and run id (from the Airflow
-    run id). XCom: `names`, `files`, `sha256`, `branch`, `run_id`, `load_args`, ...
-    """)
-    def plan(**context: Any) -> dict[str, Any]:
-        from binlake.config import load_settings
-        from binlake.orchestrate import plan as plan_files
 
-        start, end = context.get("data_interval_start"), context.get("data_interval_end")
-        return plan_files(load_settings(), run_id=context["run_id"],
-                          interval_start=start.isoformat() if start else None,
-                          interval_end=end.isoformat() if end else None,
-                          params=dict(context["params"]))
+def build(CFG: dict[str, Any]) -> DAG:
+    """The nightly DAG of one source (``CFG``: one of dag_configs())."""
+    ARCHIVE = Asset(name=f"binlake_archive_{CFG['source']}", uri=archive_asset_uri(CFG))
+    TABLES = [Asset(name=f"{CFG['catalog_name']}.{CFG['namespace']}.{t}",
+                    uri=table_asset_uri(CFG, t)) for t in LAKE_TABLES]
+    with DAG(
+        dag_id=CFG["nightly_dag_id"],
+        schedule=CronDataIntervalTimetable(CFG["nightly_cron"], timezone="UTC"),
+        start_date=datetime.fromisoformat(CFG["start_date"]).replace(tzinfo=UTC),
+        catchup=CFG["catchup"],
+        max_active_runs=1,  # one run per source at a time: XA state flows run to run
+        default_args={"retries": 2, "retry_delay": timedelta(minutes=2)},
+        params=_params(),
+        tags=["binlake", "lake", f"source:{CFG['source']}"],
+        doc_md=_doc(CFG),
+    ) as dag:
 
-    @task.short_circuit(ignore_downstream_trigger_rules=False, doc_md="""
-    Skips load, validate and publish when no file was planned (nothing new arrived).
-    """)
-    def anything_to_load(names: list[str]) -> bool:
-        return bool(names)
+        @task(multiple_outputs=True, inlets=[ARCHIVE], doc_md="""
+        Chooses the archived files of this run (params, else the data interval + older files
+        `main` lacks) and computes the Spark job's arguments, branch and run id (from the Airflow
+        run id). XCom: `names`, `files`, `sha256`, `branch`, `run_id`, `load_args`, ...
+        """)
+        def plan(**context: Any) -> dict[str, Any]:
+            from binlake.orchestrate import plan as plan_files
+            from binlake.orchestrate import task_settings
 
-    p = plan()
-    gate = anything_to_load(p["names"])
+            start, end = context.get("data_interval_start"), context.get("data_interval_end")
+            return plan_files(task_settings(CFG), run_id=context["run_id"],
+                              interval_start=start.isoformat() if start else None,
+                              interval_end=end.isoformat() if end else None,
+                              params=dict(context["params"]))
 
-    load = LoadOperator(
-        task_id="load",
-        conn_id=CFG["spark_conn_id"],
-        application=p["application"],
-        application_args=p["load_args"],
-        jars=p["jars"],
-        conf=p["spark_conf"],
-        env_vars=p["spark_env"],
-        name="binlake-load",
-        doc_md="""
-        spark-submit `jobs/load_audited.py`: decodes the planned files on Spark and MERGEs them
-        into the Iceberg tables (into the run's branch). Idempotent, so retries are safe. A file
-        that fails to decode is recorded as `failed` and fails the validation step. The log ends
-        with the load's summary (files, transactions, rows, pending XAs); the full summary
-        (JSON) is the task's XCom `return_value`.
-        """,
-    )
+        @task.short_circuit(ignore_downstream_trigger_rules=False, doc_md="""
+        Skips load, validate and publish when no file was planned (nothing new arrived).
+        """)
+        def anything_to_load(names: list[str]) -> bool:
+            return bool(names)
 
-    @task(doc_md="""
-    The audit: every planned file `loaded` with its archived sha256 (files gate), then the
-    Great Expectations suite on the run's branch. Fails the run (no retry) when a check fails:
-    nothing is published.
-    """)
-    def validate(plan_: dict[str, Any]) -> dict[str, Any]:
-        from airflow.sdk.exceptions import AirflowFailException
+        p = plan()
+        gate = anything_to_load(p["names"])
 
-        from binlake.config import load_settings
-        from binlake.orchestrate import ValidationFailed
-        from binlake.orchestrate import validate as run_validation
+        load = LoadOperator(
+            task_id="load",
+            conn_id=CFG["spark_conn_id"],
+            application=p["application"],
+            application_args=p["load_args"],
+            jars=p["jars"],
+            conf=p["spark_conf"],
+            env_vars=p["spark_env"],
+            name="binlake-load",
+            doc_md="""
+            spark-submit `jobs/load_audited.py`: decodes the planned files on Spark and MERGEs them
+            into the Iceberg tables (into the run's branch). Idempotent, so retries are safe. A file
+            that fails to decode is recorded as `failed` and fails the validation step. The log ends
+            with the load's summary (files, transactions, rows, pending XAs); the full summary
+            (JSON) is the task's XCom `return_value`.
+            """,
+        )
 
-        try:
-            return run_validation(load_settings(), plan_)
-        except ValidationFailed as exc:
-            raise AirflowFailException(str(exc)) from exc
+        @task(doc_md="""
+        The audit: every planned file `loaded` with its archived sha256 (files gate), then the
+        Great Expectations suite on the run's branch. Fails the run (no retry) when a check fails:
+        nothing is published.
+        """)
+        def validate(plan_: dict[str, Any]) -> dict[str, Any]:
+            from airflow.sdk.exceptions import AirflowFailException
 
-    @task(outlets=TABLES, doc_md="""
-    Publishes the validated branch: `main` of every lake table fast-forwards to it and the
-    branch is dropped (`binlake publish --branch B`). Emits the tables' asset events.
-    """)
-    def publish(plan_: dict[str, Any]) -> dict[str, Any]:
-        from binlake.config import load_settings
-        from binlake.orchestrate import publish as run_publish
+            from binlake.orchestrate import ValidationFailed, task_settings
+            from binlake.orchestrate import validate as run_validation
 
-        return run_publish(load_settings(), plan_)
+            try:
+                return run_validation(task_settings(CFG), plan_)
+            except ValidationFailed as exc:
+                raise AirflowFailException(str(exc)) from exc
 
-    @task(trigger_rule=TriggerRule.NONE_FAILED, doc_md="""
-    What landed in `main`: the run's files, transactions by status, pending XAs, the
-    validation result, where the catalog and Data Docs are. Runs also when nothing was new.
-    """)
-    def report(**context: Any) -> dict[str, Any]:
-        from binlake.config import load_settings
-        from binlake.orchestrate import report as make_report
+        @task(outlets=TABLES, doc_md="""
+        Publishes the validated branch: `main` of every lake table fast-forwards to it and the
+        branch is dropped (`binlake publish --branch B`). Emits the tables' asset events.
+        """)
+        def publish(plan_: dict[str, Any]) -> dict[str, Any]:
+            from binlake.orchestrate import publish as run_publish
+            from binlake.orchestrate import task_settings
 
-        ti = context["ti"]
-        keys = ["names", "files", "sha256", "run_id", "branch", "mode"]
-        plan_ = {k: ti.xcom_pull(task_ids="plan", key=k) for k in keys}
-        return make_report(load_settings(), plan_,
-                           validation=ti.xcom_pull(task_ids="validate"),
-                           published=ti.xcom_pull(task_ids="publish"))
+            return run_publish(task_settings(CFG), plan_)
 
-    plan_all = {"names": p["names"], "files": p["files"], "sha256": p["sha256"],
-                "run_id": p["run_id"], "branch": p["branch"]}
-    checked = validate(plan_all)
-    done = publish(plan_all)
-    gate >> load >> checked >> done >> report()
+        @task(trigger_rule=TriggerRule.NONE_FAILED, doc_md="""
+        What landed in `main`: the run's files, transactions by status, pending XAs, the
+        validation result, where the catalog and Data Docs are. Runs also when nothing was new.
+        """)
+        def report(**context: Any) -> dict[str, Any]:
+            from binlake.orchestrate import report as make_report
+            from binlake.orchestrate import task_settings
+
+            ti = context["ti"]
+            keys = ["names", "files", "sha256", "run_id", "branch", "mode"]
+            plan_ = {k: ti.xcom_pull(task_ids="plan", key=k) for k in keys}
+            return make_report(task_settings(CFG), plan_,
+                               validation=ti.xcom_pull(task_ids="validate"),
+                               published=ti.xcom_pull(task_ids="publish"))
+
+        plan_all = {"names": p["names"], "files": p["files"], "sha256": p["sha256"],
+                    "run_id": p["run_id"], "branch": p["branch"]}
+        checked = validate(plan_all)
+        done = publish(plan_all)
+        gate >> load >> checked >> done >> report()
+        return dag
+
+
+for _cfg in dag_configs():
+    globals()[_cfg["nightly_dag_id"]] = build(_cfg)

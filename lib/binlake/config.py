@@ -85,6 +85,11 @@ class Settings:
     airflow_source_conn_id: str = ""  # Airflow MySQL connection: fetch from a remote server
     airflow_spark_conn_id: str = "binlake_spark"  # read from the environment at DAG parse time
     load_job: str = ""  # default: jobs/load_binlogs.py next to lib/ of this checkout
+    # Many sources in one deployment (``[[sources]]`` tables; docs/orchestration.md, "Many
+    # sources"): empty = one source, ``source``.  ``source_base``: the values of the
+    # per-source keys before a source's overrides were applied (internal, for for_source).
+    sources: tuple[SourceSettings, ...] = ()
+    source_base: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
 
     # -- derived ------------------------------------------------------------------------
 
@@ -127,6 +132,33 @@ class Settings:
         """Fully qualified Spark name of a lake table."""
         return f"{self.catalog_name}.{self.namespace}.{name}"
 
+    @property
+    def source_names(self) -> tuple[str, ...]:
+        """The configured sources' names; without ``[[sources]]``: ``(source,)``."""
+        return tuple(s.name for s in self.sources) or (self.source,)
+
+    def source_settings(self, name: str) -> SourceSettings:
+        for s in self.sources:
+            if s.name == name:
+                return s
+        raise ConfigError(f"sources: no source named {name!r} (configured: "
+                          f"{', '.join(self.source_names)})")
+
+    def for_source(self, name: str) -> Settings:
+        """The settings of source ``name``: ``source = name`` and its ``[[sources]]``
+        overrides applied over the top-level values.  Without ``[[sources]]`` only the
+        configured ``source`` is known (returns these settings)."""
+        if not self.sources:
+            if name != self.source:
+                raise ConfigError(f"sources: no source named {name!r} (one source "
+                                  f"configured: {self.source!r})")
+            return self
+        src = self.source_settings(name)
+        base = dict(self.source_base) or {k: getattr(self, k) for k in SOURCE_KEYS}
+        values = {**base, **src.overrides()}
+        return dataclasses.replace(self, source=name, source_base=tuple(base.items()),
+                                   **values).validate()
+
     def validate(self) -> Settings:
         if not _NAME.match(self.catalog_name):
             raise ConfigError(f"catalog_name: {self.catalog_name!r} is not a valid identifier")
@@ -161,15 +193,102 @@ class Settings:
         for t in self.nontransactional:
             if t.count(".") != 1:
                 raise ConfigError(f"nontransactional: {t!r} is not db.table")
+        seen: dict[str, str] = {}
+        for i, src in enumerate(self.sources):
+            check_source_name(src.name, f"sources[{i}].name")
+            if src.name.lower() in seen:
+                raise ConfigError(f"sources[{i}].name: {src.name!r} is configured twice "
+                                  f"(names are compared ignoring case: {seen[src.name.lower()]!r})")
+            seen[src.name.lower()] = src.name
         return self
 
 
+# The settings a ``[[sources]]`` table may give for its source (the rest is the lake's and
+# the deployment's, shared by every source).
+SOURCE_KEYS = ("archive_source_dir", "airflow_source_conn_id", "archive_uri",
+               "airflow_s3_conn_id", "s3_endpoint_url", "schema_snapshots",
+               "nontransactional", "xa_max_age")
+# A source name: a DAG id part (binlake_archive__<name>), an object-store prefix
+# (<archive_uri>/<name>/), a lock file name; letters, digits, _ and -.
+_SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def check_source_name(name: str, key: str = "sources.name") -> None:
+    if not isinstance(name, str) or not _SOURCE_NAME.match(name):
+        raise ConfigError(f"{key}: {name!r} is not a source name (1-64 letters, digits, _ "
+                          "or -, starting with a letter or digit: it is part of DAG ids and "
+                          "object-store prefixes)")
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """One ``[[sources]]`` table: a source's name and its overrides (None: the top-level
+    value).  ``nightly_cron`` is the DAGs' only (the schedule of its nightly DAG)."""
+
+    name: str
+    archive_source_dir: str | None = None
+    airflow_source_conn_id: str | None = None
+    archive_uri: str | None = None
+    airflow_s3_conn_id: str | None = None
+    s3_endpoint_url: str | None = None
+    schema_snapshots: tuple[str, ...] | None = None
+    nontransactional: tuple[str, ...] | None = None
+    xa_max_age: float | None = None
+    nightly_cron: str | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in SOURCE_KEYS if getattr(self, k) is not None}
+
+
+def _source_entries(value: Any, origin: str) -> tuple[SourceSettings, ...]:
+    """``[[sources]]`` (a list of tables) or ``$BINLAKE_SOURCES`` (the same as JSON)."""
+    if isinstance(value, str) and origin.startswith("$"):
+        import json
+
+        try:
+            value = json.loads(value) if value.strip() else []
+        except ValueError as exc:
+            raise ConfigError(f"sources: invalid JSON (from {origin}): {exc}") from None
+    if not isinstance(value, list):
+        raise ConfigError(f"sources: expected a list of tables ([[sources]]) (from {origin}), "
+                          f"not {_type_word(value)}")
+    out = []
+    for i, entry in enumerate(value):
+        key = f"sources[{i}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{key}: expected a table (from {origin}), not "
+                              f"{_type_word(entry)}")
+        if "name" not in entry:
+            raise ConfigError(f"{key}.name: missing (from {origin})")
+        check_source_name(entry["name"], f"{key}.name")
+        values: dict[str, Any] = {"name": entry["name"]}
+        for k, v in entry.items():
+            if k == "name":
+                continue
+            if k == "nightly_cron":
+                if not isinstance(v, str) or len(v.split()) != 5:
+                    raise ConfigError(f"{key}.nightly_cron: {v!r} is not a 5-field cron "
+                                      f"expression (from {origin})")
+                values[k] = v
+            elif k in SOURCE_KEYS:
+                try:
+                    values[k] = _coerce(k, v, origin)
+                except ConfigError as exc:
+                    raise ConfigError(f"{key}.{exc}") from None
+            else:
+                raise ConfigError(f"{key}.{k}: not a per-source setting (from {origin}); "
+                                  f"known: name, nightly_cron, {', '.join(SOURCE_KEYS)}")
+        out.append(SourceSettings(**values))
+    return tuple(out)
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_NOT_SCALAR = ("sources", "source_base")
 
 
 def _coerce(key: str, value: Any, origin: str) -> Any:
     f = _FIELDS.get(key)
-    if f is None:
+    if f is None or key in _NOT_SCALAR:
         raise ConfigError(f"{key}: unknown setting (from {origin}); known: "
                           f"{', '.join(sorted(_FIELDS))}")
     kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
@@ -237,13 +356,26 @@ def load_settings(path: str | os.PathLike[str] | None = None,
             raise ConfigError(f"config: {p} is not valid TOML: {exc}") from None
         data = data.get("binlake", data)
         for k, v in data.items():
-            values[k] = _coerce(k, v, str(p))
+            if k == "sources":
+                values[k] = _source_entries(v, str(p))
+            else:
+                values[k] = _coerce(k, v, str(p))
     for k, v in env.items():
         if k.startswith(ENV_PREFIX) and k != ENV_PREFIX + "CONFIG":
             key = k[len(ENV_PREFIX):].lower()
-            if key in _FIELDS:
+            if key == "sources":
+                values[key] = _source_entries(v, f"${k}")
+            elif key in _FIELDS and key not in _NOT_SCALAR:
                 values[key] = _coerce(key, v, f"${k}")
     for k, v in overrides.items():
         if v is not None:
-            values[k] = _coerce(k, v, "arguments")
-    return Settings(**values).validate()
+            values[k] = (_source_entries(list(v), "arguments") if k == "sources"
+                         else _coerce(k, v, "arguments"))
+    settings = Settings(**values).validate()
+    for src in settings.sources:  # every source's settings are valid, not only the chosen one
+        settings.for_source(src.name)
+    # ``source`` naming a configured source (BINLAKE_SOURCE / --source-name, as the DAGs'
+    # load, validate and publish steps pass it): that source's settings
+    if settings.source in settings.source_names and settings.sources:
+        settings = settings.for_source(settings.source)
+    return settings

@@ -48,10 +48,15 @@ class ValidationFailed(RuntimeError):
 
 # -- names ----------------------------------------------------------------------------------
 
-def branch_name(run_id: str) -> str:
+def branch_name(run_id: str, source: str | None = None) -> str:
     """An Iceberg branch / lake run id from an Airflow run id (``scheduled__2026-11-20T02:00:00
-    +00:00`` -> ``af_scheduled_2026_11_20t02_00_00_00_00``): lower-case, ``[a-z0-9_]``."""
+    +00:00`` -> ``af_scheduled_2026_11_20t02_00_00_00_00``): lower-case, ``[a-z0-9_]``.
+    With ``source`` (a deployment of many sources, whose nightly DAGs have the same run ids):
+    ``af_<source>__<run id>``, so two sources' nights never share a branch."""
     s = re.sub(r"[^a-z0-9]+", "_", run_id.lower()).strip("_")
+    if source is not None:
+        src = re.sub(r"[^a-z0-9]+", "_", source.lower()).strip("_")
+        return (f"af_{src}__" + s)[:120]
     return ("af_" + s)[:120]
 
 
@@ -73,6 +78,38 @@ def dag_config(env: dict[str, str] | None = None) -> dict[str, Any]:
         "catchup": (e.get("BINLAKE_AIRFLOW_CATCHUP") or "").lower() in ("1", "true", "yes"),
         "start_date": e.get("BINLAKE_AIRFLOW_START_DATE") or "2025-01-01",
     }
+
+
+def dag_configs(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """One :func:`dag_config` per DAG pair to generate.  Without ``[[sources]]`` (in the
+    ``$BINLAKE_CONFIG`` file or ``$BINLAKE_SOURCES``): one, the DAG ids ``binlake_archive`` and
+    ``binlake_nightly``, source ``$BINLAKE_SOURCE`` (as before; nothing but the environment
+    is read).  With them: one per source, ``binlake_archive__<name>`` and
+    ``binlake_nightly__<name>``, ``multi`` true (its tasks use
+    ``load_settings().for_source(name)``).  Reads the local configuration file only (no
+    connection, no Variable, no network); a bad one raises ConfigError (an import error of
+    the DAG files, naming the field)."""
+    e = dict(os.environ if env is None else env)
+    base = dag_config(e)
+    sources: tuple[Any, ...] = ()
+    if e.get("BINLAKE_CONFIG") or e.get("BINLAKE_SOURCES"):
+        from .config import load_settings
+
+        sources = load_settings(env=e).sources
+    if not sources:
+        return [dict(base, multi=False, archive_dag_id="binlake_archive",
+                     nightly_dag_id="binlake_nightly")]
+    return [dict(base, source=s.name, multi=True, nightly_cron=s.nightly_cron
+                 or base["nightly_cron"], archive_dag_id=f"binlake_archive__{s.name}",
+                 nightly_dag_id=f"binlake_nightly__{s.name}") for s in sources]
+
+
+def task_settings(cfg: dict[str, Any]) -> Settings:
+    """The settings a DAG's task runs with (read when it runs): those of its source."""
+    from .config import load_settings
+
+    settings = load_settings()
+    return settings.for_source(cfg["source"]) if cfg.get("multi") else settings
 
 
 def table_asset_uri(cfg: dict[str, Any], table: str) -> str:
@@ -212,7 +249,7 @@ def plan(settings: Settings, *, run_id: str, interval_start: str | None = None,
     archived = sorted(store.list(settings.source),
                       key=lambda o: (binlog_file(o.name).base, o.seq))
     mode, chosen = _choose(settings, archived, params, interval_start, interval_end)
-    branch = branch_name(run_id)
+    branch = branch_name(run_id, settings.source if settings.sources else None)
     result: dict[str, Any] = {
         "mode": mode, "run_id": branch, "branch": branch, "source": settings.source, "store": store.root_uri,
         "files": [o.uri for o in chosen], "names": [o.name for o in chosen],
