@@ -26,7 +26,7 @@ crashes), a table without a primary key.  Per mode:
   mirror, images keyed ``@n`` (MINIMAL / NO_LOG);
 * NO_LOG: an ``ALTER TABLE`` run with ``sql_log_bin=0``: a ``table_map_mismatch`` finding,
   and the rows logged after it are not put under wrong names;
-* the files loaded in two runs into one lake (the second run without the snapshot: the
+* the files loaded in three runs into one lake (the last one without the snapshot: the
   history comes from the lake's ``schema_history``) give the same mirrors as one run.
 
 Expected values come from the server (``SELECT`` with a converter-less connection, put in the
@@ -135,6 +135,9 @@ FILE1 = [
 HIDDEN1 = [
     f"CREATE TABLE {DB}.hidden (id INT NOT NULL PRIMARY KEY, a INT, b VARCHAR(10))",
     f"INSERT INTO {DB}.hidden VALUES (1, 10, 'x'), (2, 20, 'y')",
+    f"CREATE TABLE {DB}.hidden_cs (id INT NOT NULL PRIMARY KEY, v VARCHAR(20)) "
+    "DEFAULT CHARSET=utf8mb4",
+    f"INSERT INTO {DB}.hidden_cs VALUES (1, 'é')",
 ]
 FILE2 = [
     f"ALTER TABLE {DB}.evolve_pre ADD COLUMN x INT FIRST",
@@ -180,7 +183,12 @@ FILE3 = [
 HIDDEN4 = [
     "SET sql_log_bin = 0",
     f"ALTER TABLE {DB}.hidden ADD COLUMN z INT FIRST",
+    # same type and nullability, another charset (the Table_map's VARCHAR byte length
+    # changes: 80 -> 20)
+    f"ALTER TABLE {DB}.hidden_cs MODIFY v VARCHAR(20) CHARACTER SET latin1",
     "SET sql_log_bin = 1",
+    f"INSERT INTO {DB}.hidden_cs VALUES (2, 'ü')",
+    f"UPDATE {DB}.hidden_cs SET v = 'ÿé' WHERE id = 1",
     f"INSERT INTO {DB}.hidden (z, id, a, b) VALUES (333, 3, 30, 'z')",
     f"UPDATE {DB}.hidden SET a = 11 WHERE id = 1",
 ]
@@ -202,7 +210,7 @@ FILE4 = [
 # DDL statements per table (snapshot versions come on top): the versions schema_history holds
 DDL_COUNT = {
     "types_pre": 1, "evolve_pre": 6, "trunc_pre": 1, "nopk_pre": 0, "types_in": 1,
-    "like_t": 2, "ctas": 1, "rpart": 2, "hpart": 1, "recreate": 3, "trunc_in": 3, "hidden": 1,
+    "like_t": 2, "ctas": 1, "rpart": 2, "hpart": 1, "recreate": 3, "trunc_in": 3, "hidden": 1, "hidden_cs": 1,
     "conv": 2,
 }
 SNAPSHOT = ("types_pre", "evolve_pre", "trunc_pre", "nopk_pre")
@@ -213,6 +221,8 @@ MIRRORED = ("types_pre", "evolve_pre", "trunc_pre", "types_in", "like_t", "ctas"
 NOT_COMPARED = {(DB, "ren_a"), (DB, "ren_b")}
 # ALTER TABLE ... CONVERT TO CHARACTER SET: its own test (the others leave this table out)
 CONV = f"{DB}.conv"
+# NO_LOG: a charset change run with sql_log_bin=0: its own test (likewise)
+HIDDEN_CS = f"{DB}.hidden_cs"
 
 
 def _qual(table: str) -> tuple[str, str]:
@@ -505,7 +515,7 @@ def test_schema_findings(world: dict[str, Any], lake: dict[str, Any]) -> None:
     table altered with sql_log_bin=0 (NO_LOG)."""
     mode = world["mode"]
     got = sorted((str(f["kind"]), str(f.get("table"))) for f in _schema_findings(
-        lake["summary"]) if f.get("table") != CONV)
+        lake["summary"]) if f.get("table") not in (CONV, HIDDEN_CS))
     kinds = {t: {k for k, tt in got if tt == t} for _, t in got}
     want_tables = set()
     if mode != "FULL":
@@ -532,7 +542,7 @@ def test_schema_history_rows(spark_lake: Any, world: dict[str, Any],
     for r in rows:
         per.setdefault(f"{r.db}.{r.tbl}", []).append(r)
     for tbl, n in DDL_COUNT.items():
-        if tbl == "hidden" and world["mode"] != "NO_LOG":
+        if tbl.startswith("hidden") and world["mode"] != "NO_LOG":
             continue
         got = per.get(f"{DB}.{tbl}", [])
         snaps = [r for r in got if r.start_seq == -1]  # before any binlog
@@ -586,6 +596,7 @@ def test_images_keyed_by_names(spark_lake: Any, world: dict[str, Any],
     if mode == "NO_LOG":
         want.add(f"{DB}.hidden")
     unnamed.pop(CONV, None)
+    unnamed.pop(HIDDEN_CS, None)
     assert set(unnamed) == want, (mode, unnamed)
     # tables with no column change in the archive: exactly the server's names
     for tbl in ("types_in", "ctas", "hpart", "rpart", "nopk_pre"):
@@ -635,7 +646,8 @@ def test_unlogged_alter(spark_lake: Any, world: dict[str, Any], lake: dict[str, 
         pytest.skip("NO_LOG only")
     settings = lake["settings"]
     found = [f for f in lake["summary"].findings
-             if "table_map_mismatch" in str(f.get("kind")) and f.get("table") != CONV]
+             if "table_map_mismatch" in str(f.get("kind"))
+             and f.get("table") not in (CONV, HIDDEN_CS)]
     assert [f.get("table") for f in found] == [f"{DB}.hidden"], found
     ch = spark_lake.sql(
         f"SELECT file, pos, op, before, after FROM {settings.table('row_changes')} "
@@ -658,27 +670,29 @@ def test_unlogged_alter(spark_lake: Any, world: dict[str, Any], lake: dict[str, 
 
 @pytest.mark.integration
 @pytest.mark.spark
-def test_two_runs_same_mirrors(spark_lake: Any, world: dict[str, Any], lake: dict[str, Any],
-                               tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Files 1..2 in one run (with the snapshot), files 3..4 in a second run without it:
-    the second run's history comes from the lake's schema_history (the snapshot's versions
-    and the DDL of files 1..2 that the first run stored).  Same mirrors as the one-run lake,
-    and the same schema_history."""
+def test_split_runs_same_mirrors(spark_lake: Any, world: dict[str, Any], lake: dict[str, Any],
+                                 tmp_path_factory: pytest.TempPathFactory) -> None:
+    """File 1 in a run with the snapshot configured, file 2 in a second run with it still
+    configured (a nightly load: the snapshot's versions must not be stored twice), files
+    3..4 in a third run without it: that run's history comes from the lake's schema_history
+    (the snapshot's versions and the DDL of files 1..2 the earlier runs stored).  Same
+    mirrors as the one-run lake, and the same schema_history."""
     mode = world["mode"]
     if mode != "NO_LOG":
         pytest.skip("NO_LOG only (the costliest mode; one split is enough)")
     name = f"schema_{mode.lower()}_split"
     first = _new_lake(spark_lake, tmp_path_factory, name, (world["snapshot"],))
     t0 = time.monotonic()
-    _load(spark_lake, first, world["files"][:2])
+    _load(spark_lake, first, world["files"][:1])
+    _load(spark_lake, first, world["files"][1:2])
     # the same lake (home, catalog), no snapshot configured
     second = _settings(Path(first.home), first.catalog_name)
     summary = _load(spark_lake, second, world["files"][2:])
-    TIMINGS[f"{mode} two runs"] = time.monotonic() - t0
+    TIMINGS[f"{mode} three runs"] = time.monotonic() - t0
     assert [f["status"] for f in summary.files] == ["loaded", "loaded"], summary.files
     # the tables of files 1..2 and of the snapshot were known: no finding for them
     assert {f.get("table") for f in _schema_findings(summary)} <= {
-        f"{NSD}.nosnap", f"{DB}.hidden", CONV}, summary.findings
+        f"{NSD}.nosnap", f"{DB}.hidden", CONV, HIDDEN_CS}, summary.findings
     one = lake["settings"]
     assert _mirrors(spark_lake, second) == _mirrors(spark_lake, one)
     assert _mirror_name(DB, "evolve_pre") in _mirrors(spark_lake, one)
@@ -719,3 +733,26 @@ def test_convert_to_character_set(spark_lake: Any, world: dict[str, Any],
     except AssertionError as exc:
         problems.append(("mirror", str(exc).splitlines()[0]))
     assert not problems, (world["mode"], problems)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_unlogged_charset_change(spark_lake: Any, world: dict[str, Any],
+                                 lake: dict[str, Any]) -> None:
+    """NO_LOG: ``ALTER TABLE hidden_cs MODIFY v VARCHAR(20) CHARACTER SET latin1`` (utf8mb4
+    before) run with sql_log_bin=0, then an insert and an update.  The history still says
+    utf8mb4; the Table_map's VARCHAR length in bytes says otherwise (20, not 80).  No wrong
+    value: either the rows after it keep @n (a table_map_mismatch finding; the mirror keeps
+    the row as it was before), or they are read right -- never latin1 bytes read as UTF-8."""
+    if world["mode"] != "NO_LOG":
+        pytest.skip("NO_LOG only")
+    settings = lake["settings"]
+    mismatch = [f for f in lake["summary"].findings if f.get("table") == HIDDEN_CS
+                and "table_map_mismatch" in str(f.get("kind"))]
+    cols = world["columns"][_qual(HIDDEN_CS)]
+    got = {r[0]: r for r in _mirror_rows(spark_lake, settings, *_qual(HIDDEN_CS), cols)}
+    want = {r[0]: r for r in _server_rows(cols, world["rows"][_qual(HIDDEN_CS)])}
+    if mismatch:
+        assert got == {1: [1, "é"]}, got  # as before the ALTER
+    else:
+        assert got == want, ("named with the old charset: wrong text", got, want)
