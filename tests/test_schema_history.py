@@ -250,9 +250,11 @@ def test_alter_table_default_charset() -> None:
     assert _cs(h, "other", "l2") == (latin2, {"a2": latin1, "b": koi8r, "c": koi8r,
                                              "d": latin2, "e": latin2, "f": latin2})
     assert not h.latest("d", "l").exists  # type: ignore[union-attr]
-    # CONVERT TO CHARACTER SET (it may change TEXT types too): not interpreted
-    assert h.latest("d", "t").columns is None  # type: ignore[union-attr]
-    assert [f.kind for f in h.findings] == ["unparsed"]
+    # CONVERT TO CHARACTER SET: every character column and the default take it
+    last = h.latest("d", "t")
+    assert last is not None and last.charset == "utf8mb4" and last.columns is not None
+    assert {c.charset for c in last.columns if c.base in ("char", "varchar")} == {"utf8mb4"}
+    assert not h.findings
 
 
 def test_database_default_charset_across_statements() -> None:
@@ -590,13 +592,12 @@ def test_mariadb_charsets_match_server(fresh_mariadb: Any) -> None:
     res = build_history([str(f) for f in srv.binlog_files()])
     h = res.history
     assert not res.errors and not res.disagreed and res.checked >= 3
-    assert [(f.kind, f.table) for f in h.findings] == [("unparsed", "cs2.k")], \
-        [str(f) for f in h.findings]
+    assert not h.findings, [str(f) for f in h.findings]
     from binlake.schema.types import charset_of_collation
 
     checked = 0
     for db, t, name, cs, coll in columns:
-        if (db, t) in (("cs2", "k"), ("cs4", "n")):
+        if (db, t) == ("cs4", "n"):
             continue
         v = h.latest(db, t)
         assert v is not None and v.columns is not None, (db, t)
@@ -610,9 +611,7 @@ def test_mariadb_charsets_match_server(fresh_mariadb: Any) -> None:
     for db, t, coll in tables:
         v = h.latest(db, t)
         assert v is not None
-        if (db, t) == ("cs2", "k"):
-            assert v.columns is None
-        elif (db, t) == ("cs4", "n"):  # the server's default: not known, not guessed
+        if (db, t) == ("cs4", "n"):  # the server's default: not known, not guessed
             assert (v.charset, v.collation) == (None, None)
             assert v.columns is not None and v.columns[0].charset is None
         else:

@@ -285,6 +285,15 @@ def check_table_map(tm: Any, version: Version | None, *, mariadb: bool,
         if real is not None and bc.meta and real != bc.type:
             return False, f"column {sc.name!r}: real type differs", \
                 f"{sc.name} {sc.type} -> {T(real).name}", _code_name(bc.type)
+        want_bytes = byte_length(sc)
+        if want_bytes is not None and bc.meta and bc.type in (T.VARCHAR, T.VAR_STRING,
+                                                              T.STRING) \
+                and bc.length != want_bytes:
+            # VARCHAR/CHAR metadata is the length in bytes (characters x the charset's
+            # longest character): an unlogged charset change shows here
+            return False, f"column {sc.name!r}: length in bytes differs", \
+                f"{sc.name} {sc.type} {sc.charset or 'binary'}: {want_bytes} bytes", \
+                f"{bc.length} bytes"
         if bc.nullable != sc.nullable:  # the null bitmap is in every Table_map
             return False, f"column {sc.name!r}: nullability differs", \
                 f"{sc.name} {'NULL' if sc.nullable else 'NOT NULL'}", \
@@ -296,6 +305,25 @@ def check_table_map(tm: Any, version: Version | None, *, mariadb: bool,
             return False, f"column {sc.name!r}: signedness differs", \
                 sc.type, "unsigned" if bc.unsigned else "signed"
     return True, "agrees", None, None
+
+
+def byte_length(sc: SchemaColumn) -> int | None:
+    """The length in bytes a Table_map gives a CHAR / VARCHAR / BINARY / VARBINARY column
+    (``Field_varstring`` / ``Field_string`` metadata: characters x the charset's longest
+    character), or None when the history cannot tell (charset unknown)."""
+    if sc.length is None:
+        return None
+    if sc.base in ("binary", "varbinary"):
+        return sc.length
+    if sc.base not in ("char", "varchar") or sc.charset is None:
+        return None
+    from ..binlog.charsets import max_bytes_per_char
+
+    try:
+        n = sc.length * max_bytes_per_char(sc.charset.lower())
+    except ValueError:
+        return None
+    return n
 
 
 def _code_name(code: int) -> str:
