@@ -74,6 +74,18 @@ def test_sources_table_and_for_source(tmp_path: Path) -> None:
         s.for_source("nope")
 
 
+def test_settings_rebuilt_from_asdict(tmp_path: Path) -> None:
+    """lake/warmup.py rebuilds Settings from dataclasses.asdict() through JSON."""
+    import dataclasses
+
+    s = _load(tmp_path, TOML).for_source("shop1")
+    raw = json.loads(json.dumps(dataclasses.asdict(s)))
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+    back = Settings(**values).validate()
+    assert back == s and back.sources == s.sources
+    assert back.for_source("crm") == s.for_source("crm")
+
+
 def test_source_label_selects_its_settings(tmp_path: Path) -> None:
     """BINLAKE_SOURCE / --source-name naming a configured source (as the DAG's load job,
     validation and publish subprocesses get it) gives that source's settings."""

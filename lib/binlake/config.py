@@ -91,6 +91,18 @@ class Settings:
     sources: tuple[SourceSettings, ...] = ()
     source_base: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        # Settings(**dataclasses.asdict(s)) (lake/warmup.py rebuilds them so): the sources
+        # come back as dicts and lists
+        if any(not isinstance(x, SourceSettings) for x in self.sources):
+            object.__setattr__(self, "sources", tuple(
+                x if isinstance(x, SourceSettings) else SourceSettings(
+                    **{k: tuple(v) if isinstance(v, list) else v for k, v in dict(x).items()})
+                for x in self.sources))
+        if any(not isinstance(kv, tuple) for kv in self.source_base):
+            object.__setattr__(self, "source_base", tuple(
+                (k, tuple(v) if isinstance(v, list) else v) for k, v in self.source_base))
+
     # -- derived ------------------------------------------------------------------------
 
     @property
