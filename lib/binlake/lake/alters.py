@@ -13,7 +13,9 @@ columns the load's layouts map them to:
   incompatible change): the new typed column gets the old value, cast (Spark's cast);
 * an added column: its ``DEFAULT`` when that is a constant, else (NOT NULL without a
   default) the type's implicit default (0, the empty string, an ENUM's first member); NULL
-  otherwise (what the typed column holds anyway).
+  otherwise (what the typed column holds anyway);
+* the typed columns the table no longer fills (a dropped column's, and the old column of a
+  renamed or retyped one) become NULL, as in the rows a later change writes.
 
 Applied to the ALTERs after the mirror's watermark of before the run (a rerun after the
 watermark moved past them does not apply them again; applying one twice gives the same
@@ -124,4 +126,16 @@ def _sets(job: Any, prev: Version, v: Version) -> dict[str, str]:
         src = sb.get(old.name)
         if src is not None and src != dst and src in types:
             sets[dst] = f"CAST({q(src)} AS {types[dst]})"
+    # the typed columns the table no longer fills (a dropped, renamed or retyped column's
+    # old one) are NULL in the rewritten rows, as in rows a later change wrote
+    now = {c.name.lower(): c for c in v.columns or ()}
+    was_renamed = {old.lower() for old in renamed.values()}
+    used = {sa[c.name] for c in v.columns or () if c.name in sa}
+    for p in prev.columns or ():
+        kept = now.get(p.name.lower())
+        if kept is not None and p.name.lower() not in was_renamed and kept.type == p.type:
+            continue  # this statement left the column as it was
+        slot = sb.get(p.name)
+        if slot is not None and slot in types and slot not in used and slot not in sets:
+            sets[slot] = f"CAST(NULL AS {types[slot]})"
     return sets
