@@ -74,14 +74,15 @@ def stored_history(spark: Any, settings: Settings, before_seq: int
         "change", "start_seq", "version").collect()
     out = [Version.from_dict(orjson.loads(r[2])) for r in rows if r[0] != DATABASE]
     out.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower(), v.incarnation))
-    dbs: dict[str, tuple[int, Database]] = {}
+    dbs: dict[str, tuple[tuple[int, int], Database]] = {}
     for r in rows:
         if r[0] == DATABASE:
             d = orjson.loads(r[2])
+            at = (int(d.get("seq", r[1])), int(d.get("pos", 0)))
             db = Database(d["name"], d.get("charset"), d.get("collation"),
-                          bool(d.get("exists", True)))
-            if r[1] >= dbs.get(db.name.lower(), (-2, db))[0]:
-                dbs[db.name.lower()] = (r[1], db)
+                          bool(d.get("exists", True)), at)
+            if at >= dbs.get(db.name.lower(), ((-2, 0), db))[0]:
+                dbs[db.name.lower()] = (at, db)
     return out, [db for _, db in dbs.values()]
 
 
@@ -248,8 +249,9 @@ def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
 def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: list[int],
                    run_id: str, databases: Iterable[Database] = ()) -> int:
     """Replace what earlier runs stored for the run's files (and snapshots taken again)
-    with the run's versions, and the database defaults at the run's end (rows with
-    ``change = 'database'`` at the run's last file); returns the number of rows written."""
+    with the run's versions, and the database default character sets the run's files set
+    (rows with ``change = 'database'`` at the statement's position); returns the number of
+    rows written."""
     table = settings.table(SCHEMA_HISTORY)
     src = _lit(settings.source)
     run_seqs = ",".join(str(int(s)) for s in sorted(set(seqs))) or "-2"
@@ -260,12 +262,14 @@ def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: lis
             f"(lower(db) = {_lit(v.db.lower())} AND lower(tbl) = {_lit(v.table.lower())} "
             f"AND start_seq = {v.start[0]} AND start_pos = {v.start[1]})" for v in snap) + "))"
     delete_where(spark, table, f"source = {src} AND ({cond})")
-    last = max(seqs) if seqs else 0
+    in_run = set(seqs)
     rows: list[tuple[Any, ...]] = [
-        (settings.source, db.name, "", None, None, last, 0, DATABASE, db.exists, None, [], "",
+        (settings.source, db.name, "", None, None, db.start[0], db.start[1], DATABASE,
+         db.exists, None, [], "",
          orjson.dumps({"name": db.name, "charset": db.charset, "collation": db.collation,
-                       "exists": db.exists}).decode(), run_id)
-        for db in databases]
+                       "exists": db.exists, "seq": db.start[0], "pos": db.start[1]}).decode(),
+         run_id)
+        for db in databases if db.start is not None and db.start[0] in in_run]
     if not new and not rows:
         return 0
     rows += [(settings.source, v.db, v.table, v.incarnation, v.file, v.start[0], v.start[1],

@@ -432,7 +432,7 @@ def _drop_database(ctx: Ctx, name: str) -> None:
     for v in list(ctx.h.current().values()):
         if v.db.lower() == name.lower():
             ctx.put(v.db, v.table, "drop", None, exists=False)
-    ctx.h.databases[name.lower()] = Database(name, exists=False)
+    ctx.h.databases[name.lower()] = Database(name, exists=False, start=ctx.pos)
 
 
 _DB_SYMBOLS = frozenset({"EQ", "COMMA", "L_PAREN", "R_PAREN", "SEMICOLON", "DOT", "STRING",
@@ -482,7 +482,7 @@ def _database(ctx: Ctx, text: str) -> None:
                     "here")
         if replace:
             _drop_database(ctx, name)
-        ctx.h.databases[key] = Database(name)
+        ctx.h.databases[key] = Database(name, start=ctx.pos)
         return
     cs, coll = opts
     # CHARACTER SET / COLLATE DEFAULT: the server's default, not known
@@ -505,7 +505,7 @@ def _database(ctx: Ctx, text: str) -> None:
         base = (prev.charset, prev.collation) if prev is not None and prev.exists \
             and not reset else (None, None)
         default = table_default(cs, coll, base)
-    ctx.h.databases[key] = Database(name, default[0], default[1])
+    ctx.h.databases[key] = Database(name, default[0], default[1], start=ctx.pos)
 
 
 def _db_options(toks: list[Any], words: list[str], i: int

@@ -168,6 +168,8 @@ class Database:
     charset: str | None = None
     collation: str | None = None
     exists: bool = True
+    # the position of the statement that set this state (None: not from a binlog)
+    start: Position | None = field(default=None, compare=False)
 
 
 @dataclass
