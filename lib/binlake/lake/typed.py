@@ -1,5 +1,6 @@
 """Typed per-table lake tables: a changelog and a mirror of every source table whose columns
-the binlog names (``binlog_row_metadata=FULL``).
+are named, by the binlog (``binlog_row_metadata=FULL``) or by the schema history the load
+decodes with (MINIMAL / NO_LOG: :mod:`binlake.lake.schemas`).
 
 For source table ``db.tbl`` (of any source label):
 
@@ -150,9 +151,9 @@ The mirror's key is the primary key of the newest layout; rows are matched on
 layout has no primary key (``DROP PRIMARY KEY``), an existing mirror is no longer maintained
 (the report says so); the changelog goes on.
 
-Tables without a primary key get the changelog only: their state *is* the changelog (replay it
-in ``_order_*`` order); there is no mirror, because an UPDATE or DELETE names such a row only
-by its full before image and duplicate rows cannot be told apart.
+Tables without a primary key get a mirror with a replica's semantics (a multiset of rows,
+:mod:`binlake.lake.nopk`); TRUNCATE / DROP / CREATE / RENAME TABLE and ALTER TABLE rewrites
+are applied to the mirrors by :mod:`binlake.lake.lifecycle` and :mod:`binlake.lake.alters`.
 
 Changes whose file has no known layout (a run killed after ``row_changes`` and before this
 step, followed by a run over other files) are not converted: the changelog takes them once a
