@@ -30,6 +30,7 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import SchemaColumn, SchemaHistory, Version
+from .lifecycle import older_than
 from .typed import _exists, lit, q, table_names
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -37,11 +38,6 @@ _STRING = re.compile(r"^'(?:[^'\\]|\\.|'')*'$", re.S)
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal",
              "numeric", "float", "double", "bit", "year")
 _TEXTS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
-
-
-def _before(pos: tuple[int, int]) -> str:
-    seq, p = int(pos[0]), int(pos[1])
-    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos <= {p}))"
 
 
 def default_sql(c: SchemaColumn) -> str | None:
@@ -93,7 +89,7 @@ def apply_alters(spark: Any, settings: Settings, history: SchemaHistory,
             if sets and _exists(spark, mirror):
                 assign = ", ".join(f"{q(k)} = {e}" for k, e in sets.items())
                 spark.sql(f"UPDATE {mirror} SET {assign} WHERE _source = "
-                          f"{lit(settings.source)} AND {_before(v.start)}")
+                          f"{lit(settings.source)} AND {older_than(v.start)}")
                 done.append({"pos": f"{v.start[0]},{v.start[1]}", "set": sorted(sets)})
         if done:
             out[f"{job.db}.{job.tbl}"] = done

@@ -36,7 +36,7 @@ CLEARING = ("truncate", "drop", "create")
 Name = tuple[str, str]
 
 
-def _older(pos: Position) -> str:
+def older_than(pos: Position) -> str:
     """SQL: the order key is before the DDL statement at ``pos``: a transaction's
     ``order_pos`` is its end offset, at most the statement's position when it ends before
     it (where no GTID event comes between them, equal to it)."""
@@ -96,7 +96,7 @@ def _clear(spark: Any, settings: Settings, name: Name, pos: Position,
            report: dict[str, Any]) -> None:
     mirror = _mirror(settings, name)
     if _exists(spark, mirror) and delete_where(
-            spark, mirror, f"_source = {lit(settings.source)} AND {_older(pos)}"):
+            spark, mirror, f"_source = {lit(settings.source)} AND {older_than(pos)}"):
         report["cleared"][f"{name[0]}.{name[1]}"] = f"{pos[0]},{pos[1]}"
 
 
@@ -129,7 +129,7 @@ def _renames(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
     for new, orig in moves.items():
         m = _mirror(settings, orig)
         if _exists(spark, m):  # the rows before the rename, kept before any mirror changes
-            df = spark.table(m).where(f"_source = {src} AND {_older(pos)}")
+            df = spark.table(m).where(f"_source = {src} AND {older_than(pos)}")
             captured[new] = df.localCheckpoint(eager=True)
     names = {n for pair in pairs for n in pair}
     for name in sorted(names):
@@ -172,7 +172,7 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
         cl = _changelog(settings, new)
         if _exists(spark, cl):
             later = spark.table(cl).where(
-                f"_source = {src} AND NOT {_older(pos)} AND _op IN "
+                f"_source = {src} AND NOT {older_than(pos)} AND _op IN "
                 "('insert', 'update', 'delete')").select(*[q(c) for c in pk])
             settled = settled.unionByName(later)
         cond = [aligned[q(c)].eqNullSafe(settled[q(c)]) for c in pk]

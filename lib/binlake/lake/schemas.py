@@ -41,6 +41,7 @@ from ..schema.snapshot import (
 from ..schema.sqltext import version_number
 from ..schema.types import check_table_map
 from .tables import SCHEMA_HISTORY, delete_where, has_snapshots
+from .typed import lit
 
 _GEOMETRY_CODES = {v: k for k, v in GEOMETRY_NAMES.items()}
 
@@ -58,10 +59,6 @@ class RunHistory:
     findings: list[Finding] = field(default_factory=list)
 
 
-def _lit(s: str) -> str:
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def stored_history(spark: Any, settings: Settings, before_seq: int
                    ) -> tuple[list[Version], list[Database]]:
     """This source's stored versions that start before file ``before_seq``, in order, and
@@ -70,7 +67,7 @@ def stored_history(spark: Any, settings: Settings, before_seq: int
     if not has_snapshots(spark, table):
         return [], []
     rows = spark.table(table).where(
-        f"source = {_lit(settings.source)} AND start_seq < {int(before_seq)}").select(
+        f"source = {lit(settings.source)} AND start_seq < {int(before_seq)}").select(
         "change", "start_seq", "version").collect()
     out = [Version.from_dict(orjson.loads(r[2])) for r in rows if r[0] != DATABASE]
     out.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower(), v.incarnation))
@@ -253,13 +250,13 @@ def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: lis
     (rows with ``change = 'database'`` at the statement's position); returns the number of
     rows written."""
     table = settings.table(SCHEMA_HISTORY)
-    src = _lit(settings.source)
+    src = lit(settings.source)
     run_seqs = ",".join(str(int(s)) for s in sorted(set(seqs))) or "-2"
     snap = [v for v in new if v.change == "snapshot"]
     cond = f"start_seq IN ({run_seqs})"
     if snap:
         cond += " OR (change = 'snapshot' AND (" + " OR ".join(
-            f"(lower(db) = {_lit(v.db.lower())} AND lower(tbl) = {_lit(v.table.lower())} "
+            f"(lower(db) = {lit(v.db.lower())} AND lower(tbl) = {lit(v.table.lower())} "
             f"AND start_seq = {v.start[0]} AND start_pos = {v.start[1]})" for v in snap) + "))"
     delete_where(spark, table, f"source = {src} AND ({cond})")
     in_run = set(seqs)
