@@ -3,10 +3,25 @@ publishing makes it what analysts read (``main``); a run whose checks fail is di
 
 Every binlake table is created with ``write.wap.enabled``; :func:`binlake.lake.job.run_load`
 with ``branch=B`` writes all of them on ``B`` (created from ``main`` by the first write).
-:func:`publish` fast-forwards each table's ``main`` to ``B`` and drops ``B`` -- ``files``
-last, so a file is never shown as loaded before its rows are visible.  A fast-forward fails
-loudly when ``main`` moved since the branch was made (two runs overlapping): nothing is
-overwritten.  Publishing again, or after a crash halfway, finishes what is left.
+:func:`publish` makes each table's ``main`` hold ``B``'s changes and drops ``B`` -- ``files``
+last, so a file is never shown as loaded before its rows are visible.  Publishing again, or
+after a crash halfway, finishes what is left.
+
+Two ways, per table:
+
+* ``main`` did not move since ``B`` was made (its head is an ancestor of ``B``'s): ``main``
+  is fast-forwarded to ``B`` (``CALL system.fast_forward``).
+* ``main`` moved: another source's night was published meanwhile (the sources share the
+  tables; a night of source S writes, deletes and rewrites only S's rows, in files that hold
+  only S's rows).  ``B``'s snapshots since the fork are *replayed* onto ``main``: the data and
+  delete files they added, net of what they removed again, are added, and the files they
+  removed are removed, in one ``RowDelta`` commit (so ``main`` = the other sources' new rows
+  + S's rows as on ``B``).  The commit validates from the fork that no data file holding
+  S's rows (``source`` / ``_source`` column, by file statistics) was added to ``main``
+  meanwhile and that the files it removes are still there: an overlapping night *of the
+  same source* fails loudly, as the fast-forward did, and nothing is overwritten.  The
+  commit records ``binlake.published-branch`` / ``binlake.published-snapshot``, so a
+  publish that crashed after it does not replay it twice.
 
 What is not per branch in Iceberg: table schemas (a column a run added is visible on main,
 empty, before publishing) and table properties (the mirror watermark is therefore kept
@@ -18,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
+from .commit import java_table
 from .job import check_branch_name
 from .tables import FILES
 from .typed import WATERMARK
@@ -66,9 +82,92 @@ def _finish(spark: Any, settings: Settings, branch: str, keep: bool) -> list[str
         if not _has_branch(spark, table, branch):
             continue
         if keep:
-            spark.sql(f"CALL {settings.catalog_name}.system.fast_forward("
-                      f"'{settings.namespace}.{name}', 'main', '{branch}')")
+            _publish_table(spark, settings, name, branch)
         _move_watermarks(spark, table, branch, keep)
         spark.sql(f"ALTER TABLE {table} DROP BRANCH IF EXISTS `{branch}`")
         done.append(name)
     return done
+
+
+PUBLISHED_BRANCH = "binlake.published-branch"
+PUBLISHED_SNAPSHOT = "binlake.published-snapshot"
+
+
+def _publish_table(spark: Any, settings: Settings, name: str, branch: str) -> str:
+    """Make ``main`` of table ``name`` hold ``branch``'s changes: ``"fast_forward"``,
+    ``"replayed"`` (``main`` had moved: see the module) or ``"done"`` (replayed already)."""
+    table = settings.table(name)
+    jtable = java_table(spark, table)
+    util = spark._jvm.org.apache.iceberg.util.SnapshotUtil
+    head = jtable.snapshot(branch)
+    main = jtable.currentSnapshot()
+    if main is None or util.isAncestorOf(jtable, head.snapshotId(), main.snapshotId()):
+        spark.sql(f"CALL {settings.catalog_name}.system.fast_forward("
+                  f"'{settings.namespace}.{name}', 'main', '{branch}')")
+        return "fast_forward"
+    own, snap = [], head  # the branch's snapshots since the fork, newest first
+    while snap is not None and not util.isAncestorOf(jtable, main.snapshotId(),
+                                                     snap.snapshotId()):
+        own.append(snap)
+        parent = snap.parentId()
+        snap = jtable.snapshot(parent) if parent is not None else None
+    fork = snap.snapshotId() if snap is not None else None
+    for s in _main_since(jtable, main, fork):
+        summary = s.summary()
+        if summary.get(PUBLISHED_BRANCH) == branch and \
+                summary.get(PUBLISHED_SNAPSHOT) == str(head.snapshotId()):
+            return "done"  # a publish that crashed before dropping the branch
+    data: tuple[dict[str, Any], dict[str, Any]] = ({}, {})  # (added, removed) by location
+    deletes: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+    io = jtable.io()
+    for s in reversed(own):
+        for (added, removed), adds, removes in (
+                (data, s.addedDataFiles(io), s.removedDataFiles(io)),
+                (deletes, s.addedDeleteFiles(io), s.removedDeleteFiles(io))):
+            for f in _files(removes):
+                loc = str(f.location())
+                if added.pop(loc, None) is None:
+                    removed[loc] = f
+            for f in _files(adds):
+                added[str(f.location())] = f
+    if not any((*data, *deletes)):
+        return "fast_forward"  # nothing written on the branch: main stays
+    delta = jtable.newRowDelta()
+    if fork is not None:
+        delta = delta.validateFromSnapshot(fork)
+    column = next((c for c in ("source", "_source") if jtable.schema().findField(c)), None)
+    if column is not None:
+        expr = spark._jvm.org.apache.iceberg.expressions.Expressions
+        delta = delta.conflictDetectionFilter(expr.equal(column, settings.source)) \
+            .validateNoConflictingDataFiles()
+    delta = delta.validateDeletedFiles()
+    for f in data[0].values():
+        delta = delta.addRows(f)
+    for f in data[1].values():
+        delta = delta.removeRows(f)
+    for f in deletes[0].values():
+        delta = delta.addDeletes(f)
+    for f in deletes[1].values():
+        delta = delta.removeDeletes(f)
+    delta.set(PUBLISHED_BRANCH, branch).set(PUBLISHED_SNAPSHOT, str(head.snapshotId()))
+    delta.commit()
+    spark.sql(f"REFRESH TABLE {table}")
+    return "replayed"
+
+
+def _main_since(jtable: Any, main: Any, fork: int | None) -> list[Any]:
+    """``main``'s snapshots after ``fork`` (all of them when None), newest first."""
+    out, snap = [], main
+    while snap is not None and snap.snapshotId() != fork:
+        out.append(snap)
+        parent = snap.parentId()
+        snap = jtable.snapshot(parent) if parent is not None else None
+    return out
+
+
+def _files(iterable: Any) -> list[Any]:
+    """A Java ``Iterable`` of content files as a list."""
+    it, out = iterable.iterator(), []
+    while it.hasNext():
+        out.append(it.next())
+    return out
