@@ -18,15 +18,70 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRul
 from binlake.orchestrate import LAKE_TABLES, archive_asset_uri, dag_configs, table_asset_uri
 
 
+def _s3_client(conn_id: str) -> Any:
+    """A boto3 client of the Airflow AWS connection (as the archive DAG's), or None."""
+    if not conn_id:
+        return None
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    return S3Hook(aws_conn_id=conn_id).get_conn()
+
+
+def _aws_env(conn_id: str) -> dict[str, str]:
+    """The Airflow AWS connection's credentials (as its hook resolves them: keys, an assumed
+    role...), region and S3 endpoint_url as environment variables
+    (binlake.orchestrate.aws_env), read when the task runs; empty without a connection.
+    The secrets are registered with Airflow's log masker."""
+    if not conn_id:
+        return {}
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+    from airflow.sdk.log import mask_secret
+
+    from binlake.orchestrate import SECRET_ENV, aws_env
+
+    hook = S3Hook(aws_conn_id=conn_id)
+    creds = hook.get_credentials()
+    env = aws_env(access_key=creds.access_key, secret_key=creds.secret_key, token=creds.token,
+                  region=hook.region_name,
+                  endpoint_url=hook.conn_config.get_service_endpoint_url("s3"))
+    for k in SECRET_ENV & env.keys():
+        mask_secret(env[k])
+    return env
+
+
 class LoadOperator(SparkSubmitOperator):
     """spark-submit of the load job, whose last stdout line is its summary as one long JSON
     line: that line is kept out of the task log, which gets the load's human summary
-    instead; the JSON is the task's return value (XCom ``return_value``)."""
+    instead; the JSON is the task's return value (XCom ``return_value``).
+
+    With an Airflow AWS connection (``airflow_s3_conn_id`` of the source, read when the task
+    runs), its credentials, region and endpoint go into spark-submit's *environment* only:
+    not into ``conf``/``env_vars`` (rendered template fields, and on YARN/Kubernetes
+    ``--conf`` arguments of the logged command line).  The driver hands them to its executors
+    as ``spark.executorEnv.*`` (binlake.lake.spark.build_session -> executor_env)."""
+
+    def __init__(self, *, binlake_cfg: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.binlake_cfg = binlake_cfg
 
     def execute(self, context: Any) -> dict[str, Any] | None:
-        from binlake.orchestrate import load_summary_from_line, load_summary_text
+        from binlake.orchestrate import load_summary_from_line, load_summary_text, task_settings
 
         hook = self._hook = self._get_hook()  # a fresh one: a retry wraps no wrapper
+        secret_env = _aws_env(task_settings(self.binlake_cfg).airflow_s3_conn_id)
+        if secret_env:
+            if hook._connection.get("deploy_mode") == "cluster":
+                self.log.warning("deploy mode cluster: the driver does not run here, so the AWS "
+                                 "connection's credentials do not reach it; give the cluster "
+                                 "its own (instance profile, secrets in spark-defaults)")
+            build = hook._build_spark_submit_command
+
+            def with_env(application: str) -> list[str]:
+                cmd: list[str] = build(application)  # (sets hook._env from env_vars)
+                hook._env = {**(hook._env or {}), **secret_env}  # Popen's env only
+                return cmd
+
+            hook._build_spark_submit_command = with_env  # type: ignore[method-assign]
         found: list[dict[str, Any]] = []
         log_lines = hook._process_spark_submit_log
 
@@ -62,8 +117,9 @@ Nightly (`{CFG['nightly_cron']}` UTC), for its data interval:
    (write-audit-publish).  Idempotent: files already loaded change nothing.
 3. **validate**: every planned file is `loaded` with its archived sha256, and the Great
    Expectations suite passes on the branch.
-4. **publish**: fast-forwards `main` of every lake table to the branch (what analysts read).
-   Only after validation passed.
+4. **publish**: `main` of every lake table (what analysts read) gets the branch: a
+   fast-forward, or a replay of the branch's changes when another source's night moved
+   `main` meanwhile.  Only after validation passed.
 5. **report**: files, transactions, pending XAs, validation result and where to look.
 
 **Backfill from the UI** ("Trigger DAG" with a config): `files` (binlog names or URIs), or
@@ -121,10 +177,12 @@ def build(CFG: dict[str, Any]) -> DAG:
             from binlake.orchestrate import task_settings
 
             start, end = context.get("data_interval_start"), context.get("data_interval_end")
-            return plan_files(task_settings(CFG), run_id=context["run_id"],
+            settings = task_settings(CFG)
+            return plan_files(settings, run_id=context["run_id"],
                               interval_start=start.isoformat() if start else None,
                               interval_end=end.isoformat() if end else None,
-                              params=dict(context["params"]))
+                              params=dict(context["params"]),
+                              s3_client=_s3_client(settings.airflow_s3_conn_id))
 
         @task.short_circuit(ignore_downstream_trigger_rules=False, doc_md="""
         Skips load, validate and publish when no file was planned (nothing new arrived).
@@ -137,6 +195,7 @@ def build(CFG: dict[str, Any]) -> DAG:
 
         load = LoadOperator(
             task_id="load",
+            binlake_cfg=CFG,
             conn_id=CFG["spark_conn_id"],
             application=p["application"],
             application_args=p["load_args"],
@@ -147,7 +206,9 @@ def build(CFG: dict[str, Any]) -> DAG:
             doc_md="""
             spark-submit `jobs/load_audited.py`: decodes the planned files on Spark and MERGEs them
             into the Iceberg tables (into the run's branch). Idempotent, so retries are safe. A file
-            that fails to decode is recorded as `failed` and fails the validation step. The log ends
+            that fails to decode is recorded as `failed` and fails the validation step. The AWS
+            connection's credentials reach spark-submit through its environment only (never its
+            command line or this task's rendered fields). The log ends
             with the load's summary (files, transactions, rows, pending XAs); the full summary
             (JSON) is the task's XCom `return_value`.
             """,
@@ -164,13 +225,16 @@ def build(CFG: dict[str, Any]) -> DAG:
             from binlake.orchestrate import ValidationFailed, task_settings
             from binlake.orchestrate import validate as run_validation
 
+            settings = task_settings(CFG)
             try:
-                return run_validation(task_settings(CFG), plan_)
+                return run_validation(settings, plan_,
+                                      env=_aws_env(settings.airflow_s3_conn_id))
             except ValidationFailed as exc:
                 raise AirflowFailException(str(exc)) from exc
 
         @task(outlets=TABLES, doc_md="""
-        Publishes the validated branch: `main` of every lake table fast-forwards to it and the
+        Publishes the validated branch: `main` of every lake table fast-forwards to it (or gets
+        its changes replayed, when another source's night moved `main` meanwhile) and the
         branch is dropped (`binlake publish --branch B`). Emits the tables' asset events.
         """)
         def publish(plan_: dict[str, Any]) -> dict[str, Any]:

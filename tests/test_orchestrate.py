@@ -83,3 +83,25 @@ def test_plan_params_for_backfills(archived: dict[str, str]) -> None:
         O.plan(s, run_id="r", params={"files": ["mariadb-bin.000099"]})
 
 
+
+
+def test_load_submit_args_carry_executor_env_but_no_secret(
+        archived: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's spark conf (on spark-submit's command line, in the task log and the XCom)
+    has what executors need that is not secret (executor_env: endpoint, region); the
+    credentials are never in it."""
+    for k, v in {"AWS_ACCESS_KEY_ID": "AKIAPLANTEST0000001", "AWS_SECRET_ACCESS_KEY":
+                 "plan-secret-value", "AWS_SESSION_TOKEN": "plan-token-value",
+                 "AWS_REGION": "eu-west-3", "BINLAKE_S3_ENDPOINT_URL": "http://s3.local:9000"
+                 }.items():
+        monkeypatch.setenv(k, v)
+    p = O.plan(load_settings(), run_id="r", params={"files": ["mariadb-bin.000001"]})
+    conf = p["spark_conf"]
+    assert conf["spark.executorEnv.AWS_REGION"] == "eu-west-3"
+    assert conf["spark.executorEnv.BINLAKE_S3_ENDPOINT_URL"] == "http://s3.local:9000"
+    text = json.dumps(p)
+    for secret in ("AKIAPLANTEST0000001", "plan-secret-value", "plan-token-value"):
+        assert secret not in text
+    assert O.aws_env(access_key="k", secret_key="s", region="r", endpoint_url="e") == {
+        "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "r",
+        "AWS_DEFAULT_REGION": "r", "BINLAKE_S3_ENDPOINT_URL": "e"}

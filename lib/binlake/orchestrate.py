@@ -8,9 +8,10 @@ is testable without a scheduler.  See docs/orchestration.md.
 
 **Write-audit-publish.** A night loads into an Iceberg branch named after its run
 (:func:`branch_name`), validates that branch, and publishes by fast-forwarding ``main`` of
-every lake table to it (``binlake publish --branch B``).  Analysts read ``main``, so they never
-see a night that failed its checks; the failed night's branch stays for inspection, and the
-next night loads its files again from ``main``'s state.
+every lake table to it, or replaying it onto a ``main`` another source's night moved
+(``binlake publish --branch B``, :mod:`binlake.lake.publish`).  Analysts read ``main``, so
+they never see a night that failed its checks; the failed night's branch stays for
+inspection, and the next night loads its files again from ``main``'s state.
 """
 
 from __future__ import annotations
@@ -304,10 +305,34 @@ def default_load_job() -> str:
 
 DAG_LOCK_WAIT = 1800.0  # seconds the DAG's load waits for another load (lock_wait 0)
 
+# The AWS variables that are secrets: they reach spark-submit through its environment only,
+# never its command line (logged), an XCom or a rendered template field.
+SECRET_ENV = frozenset({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"})
+
+
+def aws_env(*, access_key: str | None = None, secret_key: str | None = None,
+            token: str | None = None, region: str | None = None,
+            endpoint_url: str | None = None) -> dict[str, str]:
+    """The environment that gives the load (spark-submit, its driver, and through
+    :func:`binlake.lake.spark.executor_env` its executors) the credentials, region and
+    endpoint of an AWS connection (the nightly DAG's load and validate tasks: the Airflow AWS
+    connection ``airflow_s3_conn_id``, read when they run).  Contains secrets (see
+    :data:`SECRET_ENV`): pass it as a process environment only."""
+    env = {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key,
+           "AWS_SESSION_TOKEN": token, "AWS_REGION": region, "AWS_DEFAULT_REGION": region,
+           "BINLAKE_S3_ENDPOINT_URL": endpoint_url}
+    return {k: v for k, v in env.items() if v}
+
 
 def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
-    """The SparkSubmitOperator's application, args, jars, conf and environment."""
-    from .lake.spark import SQLITE_JNI_DIRS, jars_for
+    """The SparkSubmitOperator's application, args, jars, conf and environment.
+
+    ``spark_conf`` (on spark-submit's command line, in the task log and the XCom) has the
+    non-secret ``spark.executorEnv.*`` of :func:`binlake.lake.spark.executor_env` (S3
+    endpoint, region); the credentials never: the load task puts them in spark-submit's
+    environment when it runs (dags/binlake_nightly.py), and the driver passes them on to
+    its executors (``build_session``)."""
+    from .lake.spark import SQLITE_JNI_DIRS, executor_env, jars_for
 
     args = ["--source-name", settings.source, "--run-id", plan_["run_id"]]
     if plan_["branch"]:
@@ -321,8 +346,8 @@ def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any
     if jni:
         conf["spark.driver.extraJavaOptions"] = f"-Djava.library.path={jni}"
         conf["spark.executor.extraJavaOptions"] = f"-Djava.library.path={jni}"
-    if settings.s3_endpoint_url:
-        conf["spark.executorEnv.BINLAKE_S3_ENDPOINT_URL"] = settings.s3_endpoint_url
+    conf.update({k: v for k, v in executor_env(settings).items()
+                 if k[len("spark.executorEnv."):] not in SECRET_ENV})
     if settings.spark_packages:
         conf["spark.jars.packages"] = settings.spark_packages
     bindir = os.path.dirname(sys.executable)
@@ -383,15 +408,16 @@ def files_gate(settings: Settings, plan_: dict[str, Any]) -> list[str]:
     return problems
 
 
-def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = None
-             ) -> dict[str, Any]:
+def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = None,
+             env: dict[str, str] | None = None) -> dict[str, Any]:
     """The files gate, then the Great Expectations suite (``binlake.quality``, run in a
-    subprocess of its own: one JVM per step).  Raises :class:`ValidationFailed`."""
+    subprocess of its own: one JVM per step; ``env``: more of its environment, e.g.
+    :func:`aws_env`, which reads the archived objects).  Raises :class:`ValidationFailed`."""
     result: dict[str, Any] = {"run_id": plan_["run_id"], "branch": plan_.get("branch"),
                               "files": len(plan_["names"])}
     problems = files_gate(settings, plan_)
     result["files_gate"] = "passed" if not problems else "failed"
-    gx = _run_quality(settings, plan_, master or settings.spark_master)
+    gx = _run_quality(settings, plan_, master or settings.spark_master, env)
     result["great_expectations"] = gx
     if not gx.get("success"):
         problems.append("Great Expectations suite failed: " + ", ".join(
@@ -404,12 +430,13 @@ def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = 
     return result
 
 
-def _run_quality(settings: Settings, plan_: dict[str, Any], master: str) -> dict[str, Any]:
+def _run_quality(settings: Settings, plan_: dict[str, Any], master: str,
+                 extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "binlake.orchestrate", "validate-json", "--master", master,
            "--run-id", plan_["run_id"]]
     if plan_.get("branch"):
         cmd += ["--branch", plan_["branch"]]
-    env = dict(os.environ, BINLAKE_SOURCE=settings.source)
+    env = dict(os.environ, **(extra_env or {}), BINLAKE_SOURCE=settings.source)
     res = subprocess.run([*cmd, *plan_["files"]], capture_output=True, text=True, env=env,
                          check=False)
     last = (res.stdout.strip().splitlines() or [""])[-1]
@@ -454,9 +481,10 @@ def _validate_json(argv: Sequence[str]) -> int:
 # -- publish --------------------------------------------------------------------------------
 
 def publish(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
-    """Make the night visible: fast-forward ``main`` of every lake table to the run's branch
-    and drop the branch (``binlake publish --branch B --if-exists``: a retry after it
-    succeeded, or a night that wrote nothing, finds no branch and does nothing)."""
+    """Make the night visible: ``main`` of every lake table gets the run's branch
+    (:func:`binlake.lake.publish.publish`) and the branch is dropped (``binlake publish
+    --branch B --if-exists``: a retry after it succeeded, or a night that wrote nothing,
+    finds no branch and does nothing)."""
     cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"],
            "--if-exists"]
     config = os.environ.get("BINLAKE_CONFIG")
