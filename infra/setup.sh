@@ -14,15 +14,18 @@ PYTHON="${PYTHON:-python3}"
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 # --- system packages (Debian): MariaDB server + client for tests, demo and benchmarks;
-# a Java runtime and the SQLite and PostgreSQL JDBC drivers for Spark's Iceberg JDBC catalog --
+# a Java runtime and the SQLite and PostgreSQL JDBC drivers for Spark's Iceberg JDBC catalog;
+# the PostgreSQL server for the cluster test's catalog (tests/test_cluster.py starts a private
+# one; no service is used) --
 APT_PACKAGES=(mariadb-server mariadb-client libxerial-sqlite-jdbc-java libxerial-sqlite-jdbc-jni
-              libpostgresql-jdbc-java)
+              libpostgresql-jdbc-java postgresql)
 missing=()
 for cmd in mariadbd mariadb-install-db mariadb-binlog mariadb; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 [ -f /usr/share/java/sqlite-jdbc.jar ] || missing+=(sqlite-jdbc)
 [ -f /usr/share/java/postgresql.jar ] || missing+=(postgresql-jdbc)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 if ! command -v java >/dev/null 2>&1; then
   APT_PACKAGES+=(default-jre-headless)
   missing+=(java)
@@ -66,6 +69,15 @@ if [[ ",$EXTRAS," == *",spark,"* ]]; then
     log "driver JVM class archive: $archive"
   else
     log "no driver JVM class archive (see /tmp/binlake-jvm-archive.log); sessions start without"
+  fi
+fi
+# --- binlake's S3 FileIO for Iceberg (an s3:// warehouse without the AWS bundle: lake/jvm.py);
+# built once with javac, kept in ~/.cache/binlake/jvm -----------------------------------------
+if [[ ",$EXTRAS," == *",spark,"* ]] && command -v javac >/dev/null 2>&1; then
+  if jar="$("$VENV/bin/python" -c 'from binlake.lake.jvm import fileio_jar; from binlake.lake.spark import iceberg_runtime_jar; print(fileio_jar(iceberg_runtime_jar()))' 2>/tmp/binlake-fileio.log)"; then
+    log "S3 FileIO: $jar"
+  else
+    log "binlake's S3 FileIO not built (see /tmp/binlake-fileio.log): s3:// warehouses build it on first use"
   fi
 fi
 log "ready: $VENV/bin/binlake"

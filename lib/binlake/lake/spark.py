@@ -48,7 +48,46 @@ def postgresql_jdbc_jar() -> str | None:
     return next((j for j in POSTGRESQL_JARS if os.path.exists(j)), None)
 
 
+def s3_fileio(settings: Settings) -> str | None:
+    """The Iceberg FileIO class the catalog is configured with for an ``s3://`` warehouse
+    (None: the catalog's default, as for a local warehouse).  ``io-impl`` in
+    ``catalog_properties`` wins; a Glue catalog has Iceberg's S3FileIO; otherwise Iceberg's
+    ``S3FileIO`` when the AWS bundle is among the jars or packages, else binlake's own
+    (lake/jvm.py).  Either way the lake's commit path is the same as on a local warehouse:
+    Spark's Iceberg catalog in this JVM, executors writing data files through pyarrow."""
+    from .jvm import s3_io_impl
+
+    if settings.catalog_properties.get("io-impl"):
+        return settings.catalog_properties["io-impl"]
+    if settings.catalog_type == "glue":
+        return "org.apache.iceberg.aws.s3.S3FileIO"
+    if not settings.warehouse_resolved.startswith(("s3://", "s3a://")):
+        return None
+    return s3_io_impl(settings.spark_packages, settings.spark_jars)
+
+
 def jars_for(settings: Settings) -> list[str]:
+    """The jars a session needs (see the module), plus binlake's S3 FileIO when the
+    warehouse is on S3 without Iceberg's AWS bundle."""
+    from .jvm import BINLAKE_S3_IO, JvmBuildError, fileio_jar
+
+    jars = _catalog_jars(settings)
+    if s3_fileio(settings) == BINLAKE_S3_IO:
+        runtime = next((j for j in jars if "iceberg-spark-runtime" in j), None) \
+            or iceberg_runtime_jar()
+        if runtime is None:
+            raise SparkSetupError(
+                "binlake's S3 FileIO (an s3:// warehouse without iceberg-aws-bundle) is built "
+                "against the Iceberg runtime jar: install binlake[spark], or add "
+                "org.apache.iceberg:iceberg-aws-bundle:1.10.2 to spark_packages")
+        try:
+            jars.append(fileio_jar(runtime))
+        except (JvmBuildError, OSError) as exc:
+            raise SparkSetupError(str(exc)) from exc
+    return jars
+
+
+def _catalog_jars(settings: Settings) -> list[str]:
     if settings.spark_jars:
         return [j.strip() for j in settings.spark_jars.split(",") if j.strip()]
     if settings.spark_packages:
@@ -77,6 +116,21 @@ def jars_for(settings: Settings) -> list[str]:
     return jars
 
 
+def warehouse_io_properties(settings: Settings) -> dict[str, str]:
+    """Catalog properties of an S3 warehouse's FileIO: ``io-impl`` (:func:`s3_fileio`), and
+    with ``s3_endpoint_url`` (an S3-compatible store) the endpoint and path-style access.
+    Credentials are never here: the FileIOs read them from the environment (the driver's,
+    and the executors' through ``spark.executorEnv``: :func:`executor_env`)."""
+    io = s3_fileio(settings)
+    if io is None:
+        return {}
+    props = {"io-impl": io}
+    if settings.s3_endpoint_url:
+        props["s3.endpoint"] = settings.s3_endpoint_url
+        props["s3.path-style-access"] = "true"
+    return props
+
+
 def catalog_conf(settings: Settings) -> dict[str, str]:
     """The spark.sql.catalog.<name>.* options of the Iceberg catalog."""
     p = f"spark.sql.catalog.{settings.catalog_name}"
@@ -101,9 +155,10 @@ def catalog_conf(settings: Settings) -> dict[str, str]:
         conf[f"{p}.uri"] = settings.catalog_uri_resolved
     elif settings.catalog_type == "glue":
         conf[f"{p}.catalog-impl"] = "org.apache.iceberg.aws.glue.GlueCatalog"
-        conf[f"{p}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
     else:
         conf[f"{p}.type"] = "hadoop"
+    for k, v in warehouse_io_properties(settings).items():
+        conf[f"{p}.{k}"] = v
     for k, v in settings.catalog_properties.items():
         conf[f"{p}.{k}"] = v
     return conf
@@ -145,7 +200,8 @@ def prepare_catalog(spark: Any, settings: Settings) -> None:
     jvm = spark._jvm
     props = jvm.java.util.HashMap()
     for k, v in {"uri": settings.jdbc_uri, "warehouse": settings.warehouse_resolved,
-                 **jdbc_catalog_properties(settings), **settings.catalog_properties}.items():
+                 **jdbc_catalog_properties(settings), **warehouse_io_properties(settings),
+                 **settings.catalog_properties}.items():
         props.put(k, v)
     if settings.catalog_user:
         props.put("jdbc.user", settings.catalog_user)
