@@ -105,3 +105,54 @@ def spark_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         # pytest closed the stream its handler writes to ("--- Logging error ---")
         for name in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
             logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@pytest.fixture(scope="session")
+def alltypes_stream(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> Path:
+    """Real closed binlog files of a MariaDB server: the all-types workload (every column
+    type, FULL metadata) and the transaction workloads (XA across rotations and a pending
+    XA, mixed engines, DDL).  Shared by test_lake_kill and test_s3_warehouse."""
+    from .servers import start_server
+    from .txn_workloads import run_all
+    from .workloads import run_all_types
+
+    srv = start_server(tmp_path_factory.mktemp("kill-srv"), mariadb_template)
+    out = tmp_path_factory.mktemp("kill-binlogs")
+    try:
+        first = srv.current_binlog_file()
+        run_all_types(srv)
+        srv.flush_binary_logs()
+        run_all(srv)
+        srv.flush_binary_logs()
+        written = srv.binlog_files()
+        for f in written[written.index(first):-1]:  # the closed ones
+            shutil.copyfile(f, out / f.name)
+    finally:
+        srv.stop(timeout=30)
+    return out
+
+
+@pytest.fixture(scope="session")
+def alltypes_clean(alltypes_stream: Path, tmp_path_factory: pytest.TempPathFactory
+                   ) -> tuple[Path, float, object]:
+    """A clean ``binlake load --master local[2]`` of :func:`alltypes_stream` into a fresh
+    local lake: (its home, seconds, every table dumped with pyiceberg).  Read only."""
+    import os
+    import subprocess
+    import time
+
+    from .lake_dump import dump
+
+    home = tmp_path_factory.mktemp("lake-clean")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BINLAKE_")}
+    env["BINLAKE_HOME"] = str(home)
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "binlake.cli", "load", "--master", "local[2]",
+                           str(alltypes_stream)], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr[-3000:]
+    tables = dump(home)
+    assert any(t.startswith("mirror__") for t in tables) and tables["row_changes"], \
+        "the workload should fill typed tables and row_changes"
+    return home, took, tables

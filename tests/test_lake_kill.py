@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -32,9 +31,6 @@ from typing import Any
 import pytest
 
 from .lake_dump import diff_lakes, dump, unreferenced_files
-from .servers import start_server
-from .txn_workloads import run_all
-from .workloads import run_all_types
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -46,22 +42,10 @@ KILLS = 3
 
 
 @pytest.fixture(scope="module")
-def stream(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> Path:
-    """The closed binlog files of the two workloads."""
-    srv = start_server(tmp_path_factory.mktemp("kill-srv"), mariadb_template)
-    out = tmp_path_factory.mktemp("kill-binlogs")
-    try:
-        first = srv.current_binlog_file()
-        run_all_types(srv)
-        srv.flush_binary_logs()
-        run_all(srv)
-        srv.flush_binary_logs()
-        written = srv.binlog_files()
-        for f in written[written.index(first):-1]:  # the closed ones
-            shutil.copyfile(f, out / f.name)
-    finally:
-        srv.stop(timeout=30)
-    return out
+def stream(alltypes_stream: Path) -> Path:
+    """The closed binlog files of the two workloads (conftest: shared with
+    test_s3_warehouse)."""
+    return alltypes_stream
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -102,16 +86,9 @@ def killed_at(home: Path, seconds: float, *args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def clean(stream: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, Any]:
-    home = tmp_path_factory.mktemp("lake-clean")
-    t0 = time.monotonic()
-    done = run(home, "load", "--master", "local[2]", str(stream))
-    took = time.monotonic() - t0
-    assert done.returncode == 0, done.stderr[-3000:]
-    tables = dump(home)
-    assert any(t.startswith("mirror__") for t in tables) and tables["row_changes"], \
-        "the workload should fill typed tables and row_changes"
-    return home, took, tables
+def clean(alltypes_clean: tuple[Path, float, Any]) -> tuple[Path, float, Any]:
+    """A clean ``local[2]`` load of the stream (conftest: shared with test_s3_warehouse)."""
+    return alltypes_clean
 
 
 def test_killed_load_recovers(stream: Path, clean: tuple[Path, float, Any],
