@@ -40,9 +40,13 @@ def _aws_env(conn_id: str) -> dict[str, str]:
     from binlake.orchestrate import SECRET_ENV, aws_env
 
     hook = S3Hook(aws_conn_id=conn_id)
-    creds = hook.get_credentials()
-    env = aws_env(access_key=creds.access_key, secret_key=creds.secret_key, token=creds.token,
-                  region=hook.region_name,
+    try:
+        creds = hook.get_credentials()
+    except AttributeError:  # boto3 found none (no login, no chain): executors use their own
+        hook.log.warning("AWS connection %s: no credentials to pass on", conn_id)
+        creds = None
+    env = aws_env(access_key=creds and creds.access_key, secret_key=creds and creds.secret_key,
+                  token=creds and creds.token, region=hook.region_name,
                   endpoint_url=hook.conn_config.get_service_endpoint_url("s3"))
     for k in SECRET_ENV & env.keys():
         mask_secret(env[k])
