@@ -39,10 +39,14 @@ def _narrow_pks(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "pks": json.dumps({k: pks[k] for k in sorted(pks) if k in touched})}
 
 
-def dump(home: Path, namespace: str = "binlog", name: str = "binlake",
-         ref: str | None = None) -> dict[str, Counter[tuple[Any, ...]]]:
-    """table name -> Counter of rows (sorted (column, value) tuples); ``ref``: a branch."""
-    cat = catalog(home, name)
+def dump(home: Path | None, namespace: str = "binlog", name: str = "binlake",
+         ref: str | None = None, cat: Any = None) -> dict[str, Counter[tuple[Any, ...]]]:
+    """table name -> Counter of rows (sorted (column, value) tuples); ``ref``: a branch.
+    ``cat``: a pyiceberg catalog to read instead of the SQLite one under ``home`` (a
+    PostgreSQL catalog, say: ``binlake.lake.spark.pyiceberg_catalog(settings)``)."""
+    if cat is None:
+        assert home is not None
+        cat = catalog(home, name)
     out: dict[str, Counter[tuple[Any, ...]]] = {}
     for ident in cat.list_tables(namespace):
         table = cat.load_table(ident)
