@@ -197,6 +197,8 @@ def night(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path
             # -- configuration (infra/scale-out/binlake.toml, with this machine's values) ---
             # TODO(s3-warehouse): an s3:// warehouse (f"s3://{BUCKET}/warehouse") once the
             # JDK-only S3 FileIO is in; a local directory until then (the worker is here).
+            # (With f"s3://{BUCKET}/warehouse" here the test passed on 2026-11-26, after
+            # 6d2facb: binlake's HttpS3FileIO on the driver and the worker's executors.)
             WAREHOUSE = (base / "warehouse").as_uri()
             cfg = _config(
                 base / "binlake.toml", home=str(base / "home"),
