@@ -245,7 +245,8 @@ def build(CFG: dict[str, Any]) -> DAG:
             from binlake.orchestrate import publish as run_publish
             from binlake.orchestrate import task_settings
 
-            return run_publish(task_settings(CFG), plan_)
+            settings = task_settings(CFG)
+            return run_publish(settings, plan_, env=_aws_env(settings.airflow_s3_conn_id))
 
         @task(trigger_rule=TriggerRule.NONE_FAILED, doc_md="""
         What landed in `main`: the run's files, transactions by status, pending XAs, the

@@ -436,7 +436,7 @@ def _run_quality(settings: Settings, plan_: dict[str, Any], master: str,
            "--run-id", plan_["run_id"]]
     if plan_.get("branch"):
         cmd += ["--branch", plan_["branch"]]
-    env = dict(os.environ, **(extra_env or {}), BINLAKE_SOURCE=settings.source)
+    env = {**os.environ, **(extra_env or {}), "BINLAKE_SOURCE": settings.source}
     res = subprocess.run([*cmd, *plan_["files"]], capture_output=True, text=True, env=env,
                          check=False)
     last = (res.stdout.strip().splitlines() or [""])[-1]
@@ -480,18 +480,21 @@ def _validate_json(argv: Sequence[str]) -> int:
 
 # -- publish --------------------------------------------------------------------------------
 
-def publish(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
+def publish(settings: Settings, plan_: dict[str, Any], *,
+            env: dict[str, str] | None = None) -> dict[str, Any]:
     """Make the night visible: ``main`` of every lake table gets the run's branch
     (:func:`binlake.lake.publish.publish`) and the branch is dropped (``binlake publish
     --branch B --if-exists``: a retry after it succeeded, or a night that wrote nothing,
-    finds no branch and does nothing)."""
+    finds no branch and does nothing).  ``env``: more of its environment (:func:`aws_env`:
+    an S3 warehouse)."""
     cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"],
            "--if-exists"]
     config = os.environ.get("BINLAKE_CONFIG")
     if config:
         cmd += ["--config", config]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                         env=dict(os.environ, BINLAKE_SOURCE=settings.source))
+                         env={**os.environ, **(env or {}),
+                              "BINLAKE_SOURCE": settings.source})
     if res.returncode != 0:
         raise RuntimeError(f"binlake publish --branch {plan_['branch']} failed "
                            f"(exit {res.returncode}): {res.stderr.strip()[-2000:]}")
