@@ -1,7 +1,7 @@
 """binlake on a cluster, end to end on one machine: a Spark standalone master and one worker
 (from the pyspark wheel), a PostgreSQL Iceberg JDBC catalog (Debian's server, private
-datadir on 127.0.0.1), moto S3 for the archive, and two live MariaDB sources in one
-configuration (``[[binlake.sources]]``).  Per source, the nightly as the DAG runs it:
+datadir on 127.0.0.1), moto S3 for the archive and the warehouse, and two live MariaDB
+sources in one configuration (``[[binlake.sources]]``).  Per source, the nightly as the DAG runs it:
 ``binlake archive`` -> ``orchestrate.plan`` -> ``spark-submit --master spark://...
 jobs/load_audited.py`` with the plan's jars/conf/env (what ``SparkSubmitOperator`` runs) ->
 ``orchestrate.validate`` (files gate + Great Expectations) -> ``orchestrate.publish``.
@@ -12,7 +12,8 @@ master's and worker's JSON APIs and each load's event log show the load's tasks 
 executors on the worker.
 
 infra/scale-out/README.md is the runbook of the same steps: it mirrors this test's commands
-(keep the two in step).  The warehouse is a local directory for now (``WAREHOUSE`` below).
+(keep the two in step).  The warehouse is on the same moto S3 (``WAREHOUSE`` below); the
+reference lake is a local directory.
 """
 
 from __future__ import annotations
@@ -195,11 +196,10 @@ def night(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path
             TIMINGS["workloads"] = time.monotonic() - t0
 
             # -- configuration (infra/scale-out/binlake.toml, with this machine's values) ---
-            # TODO(s3-warehouse): an s3:// warehouse (f"s3://{BUCKET}/warehouse") once the
-            # JDK-only S3 FileIO is in; a local directory until then (the worker is here).
-            # (With f"s3://{BUCKET}/warehouse" here the test passed on 2026-11-26, after
-            # 6d2facb: binlake's HttpS3FileIO on the driver and the worker's executors.)
-            WAREHOUSE = (base / "warehouse").as_uri()
+            # the warehouse on S3 too: Spark's catalog writes it through binlake's JDK-only
+            # S3 FileIO (no AWS bundle offline: docs/lake.md "Where the tables live") on
+            # the driver and the worker's executors; executors' data files through pyarrow
+            WAREHOUSE = f"s3://{BUCKET}/warehouse"
             cfg = _config(
                 base / "binlake.toml", home=str(base / "home"),
                 archive_uri=f"s3://{BUCKET}/binlogs", s3_endpoint_url=endpoint,
@@ -310,7 +310,11 @@ def test_tables_equal_a_local_run(night: Night) -> None:
 
     from .lake_dump import diff_lakes, dump
 
-    cluster = dump(None, cat=pyiceberg_catalog(night.settings))
+    cat = pyiceberg_catalog(night.settings)
+    for ident in cat.list_tables(night.settings.namespace):  # the tables live on S3
+        location = cat.load_table(ident).metadata.location
+        assert location.startswith(f"s3://{BUCKET}/warehouse/"), (ident, location)
+    cluster = dump(None, cat=cat)
     local = dump(None, cat=pyiceberg_catalog(night.ref_settings))
     # validation results are the nightly's own (appended on main by validate)
     vr = cluster.pop("validation_results")

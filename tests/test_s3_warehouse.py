@@ -311,3 +311,19 @@ def test_fileio_operations(s3: S3, tmp_path: Path) -> None:
     body = client.get_object(Bucket=LAKE, Key=key)["Body"].read()
     assert hashlib.sha256(body).hexdigest() == out["sha256"]
     assert s3.keys(LAKE, "fio/") == [key]
+
+
+def test_scale_out_examples_parse_and_pick_the_bundle() -> None:
+    """infra/scale-out's example configurations load, and the PostgreSQL one (online, with
+    the AWS bundle) gets Iceberg's S3FileIO for its s3:// warehouse."""
+    from binlake.config import load_settings
+    from binlake.lake.jvm import ICEBERG_S3_IO
+    from binlake.lake.spark import catalog_conf, s3_fileio
+
+    root = Path(__file__).resolve().parents[1] / "infra" / "scale-out"
+    pg = load_settings(str(root / "binlake.toml"))
+    assert pg.source_names == ("orders-db-1",) and pg.warehouse_resolved.startswith("s3://")
+    assert s3_fileio(pg) == ICEBERG_S3_IO
+    assert catalog_conf(pg)["spark.sql.catalog.binlake.io-impl"] == ICEBERG_S3_IO
+    rest = load_settings(str(root / "binlake-rest.toml"))
+    assert rest.catalog_type == "rest" and s3_fileio(rest) is None  # the server's FileIO
