@@ -9,6 +9,9 @@ environment variables and the local configuration file's ``[[sources]]``
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,6 +54,25 @@ def _aws_env(conn_id: str) -> dict[str, str]:
     for k in SECRET_ENV & env.keys():
         mask_secret(env[k])
     return env
+
+
+@contextmanager
+def _aws_in_process(conn_id: str) -> Iterator[dict[str, str]]:
+    """The connection's AWS variables (:func:`_aws_env`) in this task's own environment while
+    the block runs, restored after: the task's in-process reads of an ``s3://`` warehouse
+    (pyiceberg: the plan's look at ``main``, the files gate, the report) use the
+    connection's credentials, as its subprocesses do."""
+    env = _aws_env(conn_id)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class LoadOperator(SparkSubmitOperator):
@@ -182,11 +204,12 @@ def build(CFG: dict[str, Any]) -> DAG:
 
             start, end = context.get("data_interval_start"), context.get("data_interval_end")
             settings = task_settings(CFG)
-            return plan_files(settings, run_id=context["run_id"],
-                              interval_start=start.isoformat() if start else None,
-                              interval_end=end.isoformat() if end else None,
-                              params=dict(context["params"]),
-                              s3_client=_s3_client(settings.airflow_s3_conn_id))
+            with _aws_in_process(settings.airflow_s3_conn_id):
+                return plan_files(settings, run_id=context["run_id"],
+                                  interval_start=start.isoformat() if start else None,
+                                  interval_end=end.isoformat() if end else None,
+                                  params=dict(context["params"]),
+                                  s3_client=_s3_client(settings.airflow_s3_conn_id))
 
         @task.short_circuit(ignore_downstream_trigger_rules=False, doc_md="""
         Skips load, validate and publish when no file was planned (nothing new arrived).
@@ -231,8 +254,8 @@ def build(CFG: dict[str, Any]) -> DAG:
 
             settings = task_settings(CFG)
             try:
-                return run_validation(settings, plan_,
-                                      env=_aws_env(settings.airflow_s3_conn_id))
+                with _aws_in_process(settings.airflow_s3_conn_id) as env:
+                    return run_validation(settings, plan_, env=env)
             except ValidationFailed as exc:
                 raise AirflowFailException(str(exc)) from exc
 
@@ -246,7 +269,8 @@ def build(CFG: dict[str, Any]) -> DAG:
             from binlake.orchestrate import task_settings
 
             settings = task_settings(CFG)
-            return run_publish(settings, plan_, env=_aws_env(settings.airflow_s3_conn_id))
+            with _aws_in_process(settings.airflow_s3_conn_id) as env:
+                return run_publish(settings, plan_, env=env)
 
         @task(trigger_rule=TriggerRule.NONE_FAILED, doc_md="""
         What landed in `main`: the run's files, transactions by status, pending XAs, the
@@ -259,9 +283,11 @@ def build(CFG: dict[str, Any]) -> DAG:
             ti = context["ti"]
             keys = ["names", "files", "sha256", "run_id", "branch", "mode"]
             plan_ = {k: ti.xcom_pull(task_ids="plan", key=k) for k in keys}
-            return make_report(task_settings(CFG), plan_,
-                               validation=ti.xcom_pull(task_ids="validate"),
-                               published=ti.xcom_pull(task_ids="publish"))
+            settings = task_settings(CFG)
+            with _aws_in_process(settings.airflow_s3_conn_id):
+                return make_report(settings, plan_,
+                                   validation=ti.xcom_pull(task_ids="validate"),
+                                   published=ti.xcom_pull(task_ids="publish"))
 
         plan_all = {"names": p["names"], "files": p["files"], "sha256": p["sha256"],
                     "run_id": p["run_id"], "branch": p["branch"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,47 @@ def moto_s3(bucket: str, objects: Mapping[str, bytes]) -> Iterator[str]:
             reset_s3_client()
             server.stop()
     reset_s3_client()
+
+
+@contextmanager
+def signing_moto(log_dir: Path) -> Iterator[tuple[str, str, str]]:
+    """A moto server (a process) that checks every request's SigV4 signature, as S3 does
+    (moto's IAM mode: ``INITIAL_NO_AUTH_ACTION_COUNT``): an IAM user with an access key and
+    a policy allowing everything is made in the first three requests, which are not checked;
+    every request after them must be signed with that key.  Yields (endpoint, key id,
+    secret).  The AWS variables of this process are not touched."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    import boto3
+
+    from binlake_dev.mariadb import free_port
+
+    port = free_port()
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3"}
+    with open(log_dir / "moto.log", "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                                 str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                iam.create_user(UserName="binlake")
+                break
+            except Exception:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        key = iam.create_access_key(UserName="binlake")["AccessKey"]
+        iam.put_user_policy(UserName="binlake", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        yield endpoint, key["AccessKeyId"], key["SecretAccessKey"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

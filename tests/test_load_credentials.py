@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .s3 import moto_s3
+from .s3 import moto_s3, signing_moto
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.spark]
 
@@ -154,3 +154,59 @@ def test_load_gets_the_connections_credentials_and_never_logs_them(tmp_path: Pat
     cmd = [x for x in output.splitlines() if "Spark-Submit cmd" in x]
     assert cmd, output[-5000:]
     assert "AWS_" not in cmd[0] and "***" not in cmd[0], cmd[0]
+
+
+def test_tasks_read_an_s3_warehouse_with_the_connections_credentials(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The nightly's in-process reads (plan, files gate, report: pyiceberg) of an ``s3://``
+    warehouse see the connection's credentials while a task runs (``_aws_in_process``), and
+    the task's environment is as before afterwards.  Checked with a real read: a table in an
+    S3 warehouse on a moto server, read by ``orchestrate.loaded_files`` with no AWS variable
+    in the environment but the connection's."""
+    pytest.importorskip("airflow.providers.amazon")
+    import importlib.util
+
+    import pyarrow as pa
+
+    from binlake.config import Settings
+    from binlake.orchestrate import loaded_files
+
+    spec = importlib.util.spec_from_file_location("nightly_dag", ROOT / "dags" /
+                                                  "binlake_nightly.py")
+    assert spec is not None and spec.loader is not None
+    with signing_moto(tmp_path) as (endpoint, key, secret):
+        import boto3
+
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                     aws_access_key_id=key, aws_secret_access_key=secret
+                     ).create_bucket(Bucket=BUCKET)
+        for var in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(var)
+        monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        settings = Settings(home=str(tmp_path), source="shop1",
+                            warehouse=f"s3://{BUCKET}/wh", s3_endpoint_url=endpoint,
+                            airflow_s3_conn_id="wh_conn")
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        cat = SqlCatalog("binlake", uri=settings.sqlalchemy_uri, warehouse=f"s3://{BUCKET}/wh",
+                         **{"s3.endpoint": endpoint, "s3.access-key-id": key,
+                            "s3.secret-access-key": secret, "s3.region": "us-east-1"})
+        cat.create_namespace_if_not_exists(settings.namespace)
+        rows = pa.table({"source": ["shop1"], "file": [NAME], "status": ["loaded"],
+                         "sha256": ["ab" * 32]})
+        cat.create_table(f"{settings.namespace}.files", schema=rows.schema).append(rows)
+        # the keys are the connection's only: no AWS variable in this process
+        monkeypatch.setenv("AIRFLOW_CONN_WH_CONN", json.dumps(
+            {"conn_type": "aws", "login": key, "password": secret,
+             "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}))
+        before = dict(os.environ)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with pytest.raises(OSError):  # without the connection: no credentials, refused
+            loaded_files(settings)
+        with module._aws_in_process("wh_conn") as env:
+            assert env["AWS_ACCESS_KEY_ID"] == os.environ["AWS_ACCESS_KEY_ID"] == key
+            assert loaded_files(settings) == {NAME: "ab" * 32}
+        assert dict(os.environ) == before

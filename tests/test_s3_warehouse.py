@@ -20,14 +20,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .lake_dump import diff_lakes, dump
+from .s3 import signing_moto
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.integration]
 
@@ -55,44 +56,14 @@ class S3:
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A moto server that checks signatures: an IAM user with an access key and a policy
-    allowing everything is made in the first three (unchecked) requests; every request
-    after them must be signed with that key."""
-    import boto3
-
-    from binlake_dev.mariadb import free_port
-
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "moto.log"
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
-                                 str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
-                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                iam.create_user(UserName="binlake")
-                break
-            except Exception:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        key = iam.create_access_key(UserName="binlake")["AccessKey"]
-        iam.put_user_policy(UserName="binlake", PolicyName="all", PolicyDocument=json.dumps(
-            {"Version": "2012-10-17",
-             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
-        store = S3(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3]:
+    """A moto server that checks signatures (tests/s3.py ``signing_moto``) with the two
+    buckets."""
+    with signing_moto(tmp_path_factory.mktemp("moto")) as (endpoint, key, secret):
+        store = S3(endpoint, key, secret)
         for bucket in (ARCHIVE, LAKE):
             store.client().create_bucket(Bucket=bucket)
         yield store
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _config(path: Path, home: Path, s3: S3, prefix: str) -> Path:
