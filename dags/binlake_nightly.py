@@ -86,15 +86,16 @@ class LoadOperator(SparkSubmitOperator):
     ``--conf`` arguments of the logged command line).  The driver hands them to its executors
     as ``spark.executorEnv.*`` (binlake.lake.spark.build_session -> executor_env)."""
 
-    def __init__(self, *, binlake_cfg: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *, binlake_cfg: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.binlake_cfg = binlake_cfg
+        self.binlake_cfg = binlake_cfg  # None: no AWS connection (the environment's own)
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         from binlake.orchestrate import load_summary_from_line, load_summary_text, task_settings
 
         hook = self._hook = self._get_hook()  # a fresh one: a retry wraps no wrapper
-        secret_env = _aws_env(task_settings(self.binlake_cfg).airflow_s3_conn_id)
+        secret_env = (_aws_env(task_settings(self.binlake_cfg).airflow_s3_conn_id)
+                      if self.binlake_cfg is not None else {})
         if secret_env:
             if hook._connection.get("deploy_mode") == "cluster":
                 self.log.warning("deploy mode cluster: the driver does not run here, so the AWS "

@@ -10,6 +10,14 @@ from pathlib import Path
 import pytest
 
 
+def _moto_reset(endpoint: str) -> None:
+    """Empty every moto backend (moto's reset API)."""
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"),
+                           timeout=30).read()
+
+
 @contextmanager
 def moto_s3(bucket: str, objects: Mapping[str, bytes]) -> Iterator[str]:
     """Start a moto server, create ``bucket`` holding ``objects`` (key -> bytes), point boto3
@@ -24,6 +32,9 @@ def moto_s3(bucket: str, objects: Mapping[str, bytes]) -> Iterator[str]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
+    # moto's state is the process's, not the server's: buckets and objects of an earlier
+    # test's server (the same bucket name, say) would still be there.  Start empty.
+    _moto_reset(endpoint)
     with pytest.MonkeyPatch.context() as mp:
         for var in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
                     "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
@@ -43,6 +54,7 @@ def moto_s3(bucket: str, objects: Mapping[str, bytes]) -> Iterator[str]:
             yield endpoint
         finally:
             reset_s3_client()
+            _moto_reset(endpoint)
             server.stop()
     reset_s3_client()
 

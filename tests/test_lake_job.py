@@ -1758,12 +1758,14 @@ def test_backfill_warns_of_engines_later_files_did_not_see() -> None:
 
 @pytest.mark.spark
 def test_driver_jvm_runs_with_the_configured_options(spark: Any) -> None:
-    """The session binlake starts passes ``spark_driver_java_options`` (default: C1 only) to
-    the driver JVM, next to the SQLite JNI path; the JVM really runs with them."""
+    """The session binlake starts passes ``spark_driver_java_options`` (default: C1 only, a
+    256 MB code cache, JVM warnings on stderr) to the driver JVM, next to the SQLite JNI
+    path; the JVM really runs with them."""
     from binlake.config import Settings
 
     want = Settings().spark_driver_java_options.split()
-    assert want == ["-XX:TieredStopAtLevel=1"]
+    assert want == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=256m",
+                    "-Xlog:disable", "-Xlog:all=warning:stderr"]
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
                 .getInputArguments())
     for opt in want:

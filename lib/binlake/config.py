@@ -48,8 +48,12 @@ class Settings:
     spark_driver_memory: str = "4g"  # local mode: the driver JVM is the executor too
     # JVM options of the driver binlake starts (local mode: the executor too).  C1 only: the
     # C2 compiler's threads take CPU from the decode tasks on a small machine, and a load's
-    # JVM work is short (catalog calls, commits, small jobs).  Empty: the JVM's defaults.
-    spark_driver_java_options: str = "-XX:TieredStopAtLevel=1"
+    # JVM work is short (catalog calls, commits, small jobs).  C1 alone gets a 48 MB code
+    # cache, which a long load fills ("CodeCache is full. Compiler has been disabled": the
+    # rest of the run interpreted), hence 256 MB.  The JVM's own warnings go to stderr, not
+    # into stdout (`binlake load --json`).  Empty: the JVM's defaults.
+    spark_driver_java_options: str = ("-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m "
+                                      "-Xlog:disable -Xlog:all=warning:stderr")
     # "auto": the driver JVM maps the class archive `binlake jvm-archive` built for this Java,
     # these jars and options, when there is one (lake/classarchive.py); "off": never.
     spark_class_archive: str = "auto"
