@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
+from bench_lake import descendants  # noqa: E402  (the process tree: one walk of /proc)
 from binlake_dev.mariadb import MariaDBServer, free_port  # noqa: E402
 
 
@@ -53,25 +54,6 @@ def rss_kb(pid: str) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
-
-
-def descendants(root: int) -> list[str]:
-    children: dict[str, list[str]] = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                ppid = f.read().rsplit(")", 1)[1].split()[1]
-        except OSError:
-            continue
-        children.setdefault(ppid, []).append(pid)
-    out, todo = [], [str(root)]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
 
 
 def load_peak(binlake: str, source: Path, home: Path) -> dict[str, float]:
