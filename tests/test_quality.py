@@ -149,6 +149,10 @@ def test_clean_stream_and_lake_pass(spark: Any, lake: Any, stream: dict[str, Any
     assert {r["expectation"] for r in report.results} == {c.name for c in checks()}
     assert {r["family"] for r in report.results} == set(FAMILIES)
     assert report.files == [f.name for f in stream["files"]]
+    # the stream's facts came from the load (stream_facts), no file was read again
+    facts = next(r for r in report.results if r["expectation"] == "integrity.events_decode")
+    assert facts["details"]["facts_from_load"] == sorted(report.files)
+    assert facts["details"]["read_again"] == []
     # every check looked at something real: events, XA groups, GTIDs, transactions, mirrors
     recon = next(r for r in report.results if r["expectation"] == "reconciliation.row_changes")
     assert recon["details"]["element_count"] > 5
@@ -354,3 +358,51 @@ def test_tampered_transaction_length(spark: Any, plain: Any, tmp_path: Path) -> 
     (row,) = next(r for r in report.results if r["expectation"] == "transaction_length.matches"
                   )["details"]["unexpected_rows"]
     assert row["pos"] == gtid.pos and json.loads(row["detail"])["declared"] == value + 1
+
+
+# -- the facts the load leaves (stream_facts) against reading the files again ----------------
+
+
+def _stream_results(report: Any) -> dict[str, tuple[bool, str]]:
+    return {r["expectation"]: (r["success"], json.dumps(r["observed"], sort_keys=True))
+            for r in report.results if r["family"] != "reconciliation"}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("damage", [False, True], ids=["clean", "flipped-byte"])
+def test_load_facts_give_the_verdicts_of_reading_again(spark: Any, damage: bool,
+                                                       tmp_path_factory: pytest.TempPathFactory
+                                                       ) -> None:
+    """A real 0.5 MB MariaDB file (1,300 transactions) loaded in 64 KB ranges: validation
+    takes its facts from the lake (no task reads the file again) and its verdicts, observed
+    values included, are those of reading the file whole.  With a byte flipped in the middle
+    (an event that does not decode: the load fails the file, its facts still land), the
+    same."""
+    require_corpus()
+    from binlake.lake.job import run_load
+
+    base = tmp_path_factory.mktemp("gx-ranged")
+    src = CORPUS / "mariadb-11.8" / "std_data" / "mdev6020-mysql-bin.000001"
+    d = base / "binlogs"
+    d.mkdir()
+    data = bytearray(src.read_bytes())
+    if damage:
+        data[len(data) // 2] ^= 0xFF
+    (d / src.name).write_bytes(bytes(data))
+    settings = make_settings(spark, base, f"ranged{int(damage)}", split_bytes=1 << 16)
+    summary = run_load(spark, settings, [str(d)], run_id="ranged-1")
+    assert summary.ranges >= 4
+    assert bool(summary.failed) == damage
+    from_lake = run(spark, settings, [d], lake=True, run_id="from-lake")
+    again = run(spark, settings, [d], lake=False, run_id="read-again")
+    notes = next(r for r in from_lake.results
+                 if r["expectation"] == "integrity.events_decode")["details"]
+    assert notes["facts_from_load"] == [src.name] and notes["read_again"] == []
+    notes = next(r for r in again.results
+                 if r["expectation"] == "integrity.events_decode")["details"]
+    assert notes["facts_from_load"] == [] and notes["read_again"] == [src.name]
+    assert notes["events"] > 7000
+    assert _stream_results(from_lake) == _stream_results(again)
+    assert (not from_lake.success) == damage
+    if damage:  # (the file has no CRC32s: the flipped byte breaks an event's body)
+        assert "integrity.events_decode" in failed(from_lake)

@@ -154,6 +154,7 @@ class BinlogReader:
         self._name = name
         self.fde: FormatDescription | None = None
         self.in_use: bool | None = None  # LOG_EVENT_BINLOG_IN_USE_F on the first FDE
+        self.first_event: Event | None = None  # the file's first event (FDE / Start_v3)
         self.compression: str | None = None
         self.events_read = 0
         self.end_offset: int | None = None  # offset after the last event read
@@ -265,6 +266,7 @@ class BinlogReader:
         b = _Buffer(opened.stream, 0, self.source)
         self._read_magic(b)
         first = self._read_first(b)
+        self.first_event = first  # the FDE (or Start_v3), also when a range starts later
         start = self.start if self.start is not None else 0
         stop = self.stop
         if start <= first.pos and (stop is None or first.pos < stop):

@@ -30,6 +30,7 @@ from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_eve
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
 from ..txn.spill import SpilledChanges
+from ..txn.streamfacts import FACT_NAMES, RangeFacts, op_counts
 from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
 # record kinds
@@ -39,6 +40,8 @@ XA_PREPARE = "xa_prepare"  # a prepare group: metadata + its changes as a JSON s
 XA_END = "xa_end"  # an XA COMMIT / ROLLBACK group (marker)
 FINDING = "finding"
 RANGE = "range"  # per-range summary (events, timestamps, GTIDs, errors)
+FACT = "fact"  # what validation needs of the range (txn.streamfacts), for stream_facts
+STREAM_FACTS = "stream_facts"
 STATEMENT = "statement"  # an Annotate_rows / Rows_query text, once (file, pos)
 
 # A multi-row INSERT's text is logged once and produces thousands of row changes: row_changes
@@ -66,9 +69,11 @@ class RangeTask:
     start: int
     end: int
     index: int  # range index in its file
-    last_in_file: bool
+    last_in_file: bool  # the newest file's last range (the server may still write it)
     nontransactional: tuple[str, ...] = ()
     engines: tuple[tuple[str, bool], ...] = ()  # table engines from DDL before `start`
+    last_of_file: bool = True  # the range ends where its file does
+    newest: bool = False  # its file is the newest of the run
 
 
 def _pk(change: RowChange, pk: list[str] | None) -> str | None:
@@ -348,6 +353,11 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                             "rows": 0, "transactions": 0}
     facts = FileInfo(task.file, task.uri, task.seq)
     fde_noted = False
+    # what validation needs of the range (binlake.quality), from this same pass
+    stream = RangeFacts(reader, task.file, task.seq, task.index,
+                        last_of_file=task.last_of_file, newest=task.newest,
+                        emit=lambda row: out.append((FACT, row)))
+    error: BinlogError | None = None
 
     def flush_out() -> None:
         if out and flush is not None:
@@ -360,6 +370,7 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
             if not fde_noted and reader.fde is not None:
                 builder.note_format(reader.fde.server_version, reader.fde.flavor)
                 fde_noted = True
+            stream.event(ev)
             if ev.type_code == E.FORMAT_DESCRIPTION and ev.pos == 4:
                 facts.events += 1
                 continue  # the reader yields it only when a range starts at 4
@@ -385,17 +396,25 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     names = tm.column_names
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
-                _emit(out, item, pks, info, statements_seen, utf8, flush_out)
+                counts: tuple[int, ...] | None = (
+                    op_counts(item.changes)
+                    if isinstance(item, Transaction) and item.status == XA_PREPARED else None)
+                counts = _emit(out, item, pks, info, statements_seen, utf8, flush_out) \
+                    or counts
+                stream.group(item, counts=counts)
             if flush is not None and out and (ev.pos + ev.length - flushed_at >= flush_bytes
                                               or len(out) >= FLUSH_ROWS):
                 flush_out()
                 flushed_at = ev.pos + ev.length
     except BinlogError as exc:
+        error = exc
         if info["error"] is None:
             info["error"] = str(exc)
             info["error_offset"] = exc.offset
             info["error_kind"] = "truncated" if isinstance(exc, TruncatedError) else exc.kind
+    marks = (len(builder.incomplete), len(builder.findings))
     builder.end_file(may_be_open=task.last_in_file, end_offset=reader.end_offset)
+    stream.finish(error=error, builder=builder, marks=marks)
     for f in builder.findings:
         out.append((FINDING, {"kind": f.kind, "file": f.file, "pos": f.pos,
                               "message": f.message, "severity": f.severity}))
@@ -445,17 +464,18 @@ def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
 def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
           pks: dict[tuple[str, str], list[str] | None], info: dict[str, Any],
           statements_seen: set[tuple[int, int | None]], utf8: dict[int, list[Any]] | None = None,
-          flush_out: Callable[[], None] | None = None) -> None:
+          flush_out: Callable[[], None] | None = None) -> tuple[int, ...] | None:
     """The records of one transaction or XA marker.  A decided transaction whose changes
     were spilled to disk (txn.spill) is read back a chunk at a time, each chunk's records
-    written by ``flush_out`` before the next is read."""
+    written by ``flush_out`` before the next is read.  Returns a decided transaction's
+    :func:`~binlake.txn.streamfacts.op_counts` (its changes may be gone after), else None."""
     if isinstance(item, XaMarker):
         info["transactions"] += 1  # the XA it decides is a transaction ending in this file
         out.append((XA_END, {"xa_format_id": item.xid.format_id, "xa_gtrid": item.xid.gtrid,
                              "xa_bqual": item.xid.bqual, "commit": item.commit,
                              "part": item.part.to_dict(), "end_event": item.end_event,
                              "server_id": item.server_id}))
-        return
+        return None
     if item.status == XA_PREPARED:  # (a huge one is read back whole: its state is JSON text)
         from ..txn.xa import dump_pending
 
@@ -474,7 +494,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
                                  for c in item.changes},
                                 option=orjson.OPT_SORT_KEYS).decode(),
         }))
-        return
+        return None
     assign_order(item)
     info["transactions"] += 1
     txn_id = item.id
@@ -485,8 +505,10 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
     if isinstance(changes, SpilledChanges) and flush_out is not None:
         changes.spill_tail()  # so that one chunk at a time is in memory
         counts: dict[str, dict[str, int]] = {}
+        total = [0] * 6
         for chunk in changes.chunks():
             _statements(out, chunk, statements_seen, utf8)
+            total = [a + b for a, b in zip(total, op_counts(chunk))]
             for c in chunk:
                 if c.applied:
                     n += 1
@@ -500,7 +522,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
         changes.close()
         out.append((TXN, txn_record(item, counts)))
         info["rows"] += n
-        return
+        return tuple(total)
     _statements(out, changes, statements_seen, utf8)
     out.append((TXN, txn_record(item)))
     for c in changes:
@@ -509,6 +531,7 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
             out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,
                                              pks.get((c.db, c.table)), utf8)))
     info["rows"] += n
+    return op_counts(changes)
 
 
 # -- Arrow transport (mapInArrow): records leave Python as columnar batches ------------------
@@ -526,7 +549,8 @@ CHANGE_FIELDS: list[tuple[str, str]] = [
 WIDE_FIELDS: list[tuple[str, str]] = [("kind", "string"), *CHANGE_FIELDS, ("meta", "string")]
 WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)
 TASK_SCHEMA = ("uri STRING, file STRING, seq INT, start BIGINT, `end` BIGINT, `index` INT, "
-               "last_in_file BOOLEAN, nontransactional ARRAY<STRING>, engines ARRAY<STRING>")
+               "last_in_file BOOLEAN, nontransactional ARRAY<STRING>, engines ARRAY<STRING>, "
+               "last_of_file BOOLEAN, newest BOOLEAN")
 _BATCH_ROWS = 8192
 _BATCH_BYTES = 32 << 20  # also cut a batch at ~32 MB of text (Arrow buffers stay small)
 _CHANGE_NAMES = [n for n, _ in CHANGE_FIELDS]
@@ -549,7 +573,8 @@ def decode_tasks_arrow(batches: Any, sink: DataSink, history: SchemaHistory | No
         for t in tasks.to_pylist():
             engines = decode_engines(t["engines"] or ())
             task = RangeTask(t["uri"], t["file"], t["seq"], t["start"], t["end"], t["index"],
-                             t["last_in_file"], tuple(t["nontransactional"] or ()), engines)
+                             t["last_in_file"], tuple(t["nontransactional"] or ()), engines,
+                             bool(t["last_of_file"]), bool(t["newest"]))
             # A range's records are many small acyclic objects: the cyclic collector would
             # walk them again and again while they pile up (10-15% of the task's time);
             # reference counting frees them, and one collection runs after the range.
@@ -816,10 +841,12 @@ class DataSink:
 
     def write_records(self, tag: str, file: str, records: list[tuple[str, Any]]
                       ) -> list[tuple[str, Any]]:
-        """Write a range's row changes, transactions, statements and XA prepares; returns
+        """Write a range's row changes, transactions, statements, XA prepares and stream
+    facts (``stream_facts``, when the sink has that table); returns
         the records left for Spark (the XA prepares stay: the XA pairing reads them) and a
         WRITTEN record per data file."""
-        by_kind: dict[str, list[Any]] = {CHANGE: [], TXN: [], STATEMENT: [], XA_PREPARE: []}
+        by_kind: dict[str, list[Any]] = {CHANGE: [], TXN: [], STATEMENT: [], XA_PREPARE: [],
+                                         FACT: []}
         rest: list[tuple[str, Any]] = []
         for k, r in records:
             if k in by_kind:
@@ -841,6 +868,11 @@ class DataSink:
                 typed_out = self.write_typed(
                     tag, file, [(dict(zip(names, key)), part) for key, part in parts])
                 del parts
+        facts = by_kind[FACT]
+        if facts and STREAM_FACTS in self.tables:
+            written += self.write(STREAM_FACTS, tag, file,
+                                  dict(zip(FACT_NAMES, (list(c) for c in zip(*facts)))),
+                                  len(facts))
         for kind, table, rename, scale in (
                 (TXN, "transactions", {"commit_ts": "commit_us"}, {}),
                 (STATEMENT, "statements", {"pos": "statement_pos"}, {}),

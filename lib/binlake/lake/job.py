@@ -50,6 +50,7 @@ from .tables import (
     FILES,
     ROW_CHANGES,
     STATEMENTS,
+    STREAM_FACTS,
     TRANSACTIONS,
     XA_PENDING,
     XA_PREPARES,
@@ -436,9 +437,11 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             continue
         n_ranges[f.name] = len(ranges)
         for k, r in enumerate(ranges):
+            last = k == len(ranges) - 1
             tasks.append(X.RangeTask(f.uri, f.name, f.seq, r.start, r.end, k,
-                                     f is newest and k == len(ranges) - 1,
-                                     tuple(settings.nontransactional), all_seeds[f.name][k]))
+                                     f is newest and last,
+                                     tuple(settings.nontransactional), all_seeds[f.name][k],
+                                     last_of_file=last, newest=f is newest))
     summary.ranges = len(tasks)
     seqs = sorted({f.seq for f in files})
     # The schema history the files are decoded with: what earlier runs stored, the
@@ -577,8 +580,8 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     from pyspark.sql import functions as F
 
     task_rows = [(t.uri, t.file, t.seq, t.start, t.end, t.index, t.last_in_file,
-                  list(t.nontransactional), X.encode_engines(t.engines))
-                 for t in tasks]
+                  list(t.nontransactional), X.encode_engines(t.engines), t.last_of_file,
+                  t.newest) for t in tasks]
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                      X.TASK_SCHEMA)
     # Row changes, transactions, statements and XA prepares are written as Parquet by the
@@ -613,8 +616,10 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     typed_stats = [r for k, r in small if k == X.TYPED]
     bad = sorted(failed)
     written = [r for k, r in small if k == X.WRITTEN]
-    to_add = [w for w in written if w["file"] not in failed]
-    remove_files([w["path"] for w in written if w["file"] in failed])
+    # a failed file lands nothing but its stream facts: validation reports its damage
+    to_add = [w for w in written if w["file"] not in failed or w["table"] == STREAM_FACTS]
+    remove_files([w["path"] for w in written
+                  if w["file"] in failed and w["table"] != STREAM_FACTS])
 
     # XA pairing (driver; metadata only).
     resolutions, orphan_txns, xa_findings, late = _pair_xa(
@@ -664,7 +669,8 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                          (TRANSACTIONS, f"order_seq IN ({in_seqs})"),
                          # (file, pos) is unique: a statement is in one range, emitted once
                          (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
-                         (XA_PREPARES, f"prepare_seq IN ({in_seqs})")):
+                         (XA_PREPARES, f"prepare_seq IN ({in_seqs})"),
+                         (STREAM_FACTS, f"file IN ({_in([f.name for f in files])})")):
         # One table after the other (each a delete and an append).
         if table == TRANSACTIONS and late:
             # XA decisions stored without their PREPARE, decided in this run (a backfill)
@@ -729,7 +735,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       "size": r[3]} for r in file_rows]
 
 
-RECORD_TABLES = (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES)
+RECORD_TABLES = (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES, STREAM_FACTS)
 
 
 def _data_sink(spark: Any, settings: Settings, run_id: str,

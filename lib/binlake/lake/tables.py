@@ -18,6 +18,7 @@ XA_PREPARES = "xa_prepares"
 XA_PENDING = "xa_pending"
 STATEMENTS = "statements"
 SCHEMA_HISTORY = "schema_history"
+STREAM_FACTS = "stream_facts"
 
 DDL: dict[str, tuple[str, str]] = {
     FILES: ("""
@@ -63,6 +64,17 @@ DDL: dict[str, tuple[str, str]] = {
         start_file STRING, start_seq INT NOT NULL, start_pos BIGINT NOT NULL, change STRING,
         `exists` BOOLEAN, columns STRING, primary_key ARRAY<STRING>, ddl STRING,
         version STRING, run_id STRING""", "source"),
+    # what validation reads of the event stream, gathered by the load's own decode pass
+    # (binlake.txn.streamfacts: one row per range, group, GTID, xid, damaged event, finding)
+    STREAM_FACTS: ("""
+        source STRING NOT NULL, file STRING NOT NULL, seq INT, range_index INT, kind STRING,
+        pos BIGINT, end_pos BIGINT, record STRING, group_kind STRING, status STRING,
+        end_event STRING, gtid STRING, ts BIGINT, xa_xid STRING, inserts BIGINT,
+        updates BIGINT, deletes BIGINT, nt_inserts BIGINT, nt_updates BIGINT,
+        nt_deletes BIGINT, gtid_uuid STRING, gtid_tag STRING, gtid_gno BIGINT,
+        gtid_domain BIGINT, gtid_server BIGINT, gtid_seq BIGINT, xid BIGINT,
+        event_type STRING, checksum STRING, error STRING, meta STRING, run_id STRING""",
+                   "source"),
 }
 
 

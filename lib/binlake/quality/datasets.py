@@ -1,8 +1,11 @@
 """Driver side: the Spark DataFrames the expectations run on.
 
-The stream facts are decoded on the executors (one task per file, :mod:`.facts`) and stay in
-Spark; the driver only collects the ``files`` rows (one per file) to work out the GTID header
-each file should have, which needs the interval sets of the files before it in order.
+The stream facts (:mod:`binlake.txn.streamfacts`) come from the lake's ``stream_facts`` table,
+where the load that landed each file left them (gathered in its own decode pass, range by
+range), and for files it holds none of, from one executor task per file that reads it
+(:mod:`.facts`).  They stay in Spark; the driver only collects the range rows (a few per
+file) to make the ``files`` rows, the GTID header each file should have (which needs the
+interval sets of the files before it, in order) and the position findings between ranges.
 """
 
 from __future__ import annotations
@@ -121,7 +124,7 @@ def lake_pending_groups(spark: Any, settings: Settings, first_seq: int, run_file
         counts: tuple[int, ...] = (0,) * 6
         if r["state"]:
             (txn,) = load_pending(r["state"])
-            counts = X.op_counts(txn)
+            counts = X.op_counts(txn.changes)
         out.append((r["prepare_file"], r["prepare_seq"], r["prepare_pos"], r["prepare_end_pos"],
                     "xa_prepare", "xa", "xa_prepared", "XA_PREPARE", r["prepare_gtid"], r["ts"],
                     f"{r['xa_format_id']}:{r['xa_gtrid']}:{r['xa_bqual']}", *counts))
@@ -130,47 +133,142 @@ def lake_pending_groups(spark: Any, settings: Settings, first_seq: int, run_file
 
 # -- the stream ---------------------------------------------------------------------------------
 
-def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
-                 lake_groups: list[tuple[Any, ...]] | None = None) -> StreamData:
-    from pyspark import StorageLevel
+def lake_facts(spark: Any, settings: Settings, files: list[BinlogFile], read: Any
+               ) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """The stream facts the lake holds of ``files`` (what the load that landed each one
+    gathered in its decode pass), and per file so covered its ``files`` row (run, sha256,
+    size).  A file is covered when its row names the run that loaded it and every one of that
+    run's ranges of it left its range row (a killed load leaves a file uncovered: the files
+    row comes last)."""
     from pyspark.sql import functions as F
 
+    from ..lake.tables import FILES, STREAM_FACTS
+
+    facts, lake_files = read(STREAM_FACTS), read(FILES)
+    names = [f.name for f in files]
+    if facts is None or lake_files is None:
+        return None, {}
+    rows = {r["file"]: r.asDict() for r in lake_files.where(
+        (F.col("source") == settings.source) & F.col("file").isin(names)).select(
+        "file", "run_id", "ranges", "sha256", "size", "status").collect()}
+    facts = facts.where((F.col("source") == settings.source) & F.col("file").isin(names))
+    seen: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for r in facts.where(F.col("kind") == "range").select(
+            "file", "run_id", "range_index", "meta").collect():
+        seen.setdefault((r["file"], r["run_id"]), {})[r["range_index"]] = orjson.loads(r["meta"])
+    covered = {}
+    for n, r in rows.items():
+        metas = seen.get((n, r["run_id"]), {})
+        if r["ranges"] and set(metas) == set(range(r["ranges"])) and X.ranges_usable(
+                [metas[k] for k in sorted(metas)]):
+            covered[n] = r
+    if not covered:
+        return None, {}
+    keep = F.lit(False)
+    for n, r in covered.items():
+        keep = keep | ((F.col("file") == n) & (F.col("run_id") == r["run_id"]))
+    return facts.where(keep).select(*X.FACT_NAMES), covered
+
+
+def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
+                 lake_groups: list[tuple[Any, ...]] | None = None,
+                 read: Any = None) -> StreamData:
+    """The datasets of the stream of ``files``: from the facts the lake holds of them (with
+    ``read``, :func:`table_reader`), and for the files it has none of, from one task per
+    file that reads it again (:func:`.facts.file_facts`)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
     sc = spark.sparkContext
-    seeds = engine_seeds([f.uri for f in files], [[0] for _ in files])
-    task_rows = [(f.uri, f.name, f.seq, f.base, i, i == len(files) - 1,
-                  list(settings.nontransactional), [f"{n}={int(v)}" for n, v in seeds[i][0]])
-                 for i, f in enumerate(files)]
-    tasks = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
-                                  X.TASK_SCHEMA)
-    records = tasks.mapInArrow(X.facts_arrow, X.WIDE_SCHEMA).persist(
-        StorageLevel.MEMORY_AND_DISK)
+    stored, covered = lake_facts(spark, settings, files, read) if read is not None else (None, {})
+    todo = [(i, f) for i, f in enumerate(files) if f.name not in covered]
+    parts = [stored] if stored is not None else []
+    if todo:
+        upto = todo[-1][0] + 1  # the DDL before each file read: table engines (no lake)
+        seeds = engine_seeds([f.uri for f in files[:upto]], [[0] for _ in files[:upto]])
+        task_rows = [(f.uri, f.name, f.seq, f.base, i, i == len(files) - 1,
+                      list(settings.nontransactional), [f"{n}={int(v)}" for n, v in seeds[i][0]])
+                     for i, f in todo]
+        tasks = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
+                                      X.TASK_SCHEMA)
+        parts.append(tasks.mapInArrow(X.facts_arrow, X.FACT_SCHEMA))
+    records = parts[0]
+    for p in parts[1:]:
+        records = records.unionByName(p)
+    records = records.persist(StorageLevel.MEMORY_AND_DISK)
     kind = F.col("kind")
 
-    def meta(k: str, schema: str) -> Any:
-        return records.where(kind == k).select(F.from_json("meta", schema).alias("r")) \
-            .select("r.*")
-
-    events = records.where(kind == X.EVENT).select(*X.EVENT_COLS)
-    findings = meta(X.FINDING, X.FINDING_SCHEMA)
-    file_rows = sorted((r.asDict() for r in meta(X.FILE, X.FILE_SCHEMA).collect()),
-                       key=lambda r: r["index"])
+    # files: the ranges' rows merged on the driver (a few per file)
+    metas: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for r in records.where(kind == "range").select("file", "range_index", "meta").collect():
+        metas.setdefault(r["file"], []).append((r["range_index"], orjson.loads(r["meta"])))
+    file_rows: list[dict[str, Any]] = []
+    derived: list[dict[str, Any]] = []
+    for i, f in enumerate(files):
+        ms = [m for _, m in sorted(metas.get(f.name, []), key=lambda x: x[0])]
+        if not ms:
+            continue
+        task = X.FileTask(f.uri, f.name, f.seq, f.base, i, i == len(files) - 1)
+        lake_row = covered.get(f.name)
+        if lake_row is not None:
+            sha, size = lake_row["sha256"], lake_row["size"]
+        else:
+            sha, size = ms[-1].get("sha256"), ms[-1].get("size")
+        row = X.file_row(task, X.merge_ranges(ms), sha, size)
+        if ms[-1].get("read_error") and not row["error"]:
+            row["error"] = ms[-1]["read_error"]
+        file_rows.append(row)
+        derived += X.range_findings(f.name, ms)
     expected_headers(file_rows)
     files_schema = X.FILE_SCHEMA + ", gtid_header STRING, expected_gtid_header STRING"
     files_df = spark.createDataFrame(
         [tuple(r[c.strip().split(" ")[0].strip("`")] for c in files_schema.split(","))
          for r in file_rows], files_schema)
     run_last_ts = max((r["last_ts"] for r in file_rows if r["last_ts"]), default=None)
-    groups = meta(X.GROUP, X.GROUP_SCHEMA).withColumn("origin", F.lit("run"))
+
+    events = records.where(kind == "event").select(
+        "file", "seq", "pos", F.col("event_type").alias("type"), "checksum", "error")
+    findings = records.where(kind == "finding").select(
+        F.from_json("meta", X.FINDING_SCHEMA).alias("r")).select("r.*")
+    # an xid that ended two groups of one file, wherever the ranges were cut
+    u64 = F.when(F.col("xid") < 0, F.col("xid").cast("decimal(20,0)")
+                 + F.expr("CAST('18446744073709551616' AS DECIMAL(20,0))")) \
+        .otherwise(F.col("xid").cast("decimal(20,0)"))
+    xids = records.where(kind == "xid").select("file", "pos", "xid", "event_type", "meta") \
+        .withColumn("first_pos", F.min("pos").over(Window.partitionBy("file", "xid"))) \
+        .where(F.col("pos") > F.col("first_pos"))
+    dup = xids.select(
+        F.lit("duplicate_xid").alias("kind"), F.lit("error").alias("severity"), "file", "pos",
+        F.to_json(F.struct(u64.cast("string").alias("xid"), "first_pos",
+                           F.col("event_type").alias("type"))).alias("detail"),
+        F.concat(F.col("event_type"), F.lit(" at "), F.col("pos").cast("string"),
+                 F.lit(" ends its transaction with xid "), u64.cast("string"),
+                 F.lit(", which already ended the transaction at "),
+                 F.col("first_pos").cast("string"),
+                 F.lit(" in this file (expected a new xid, found a repeated one): crash "
+                       "recovery cannot tell the two apart")).alias("message"))
+    findings = findings.unionByName(dup)
+    if derived:
+        findings = findings.unionByName(spark.createDataFrame(
+            [tuple(d[c] for c in ("kind", "severity", "file", "pos", "detail", "message"))
+             for d in derived], X.FINDING_SCHEMA))
+    groups = records.where(kind == "group").select(
+        "file", "seq", F.col("pos").alias("begin_pos"), "end_pos", "record",
+        F.col("group_kind").alias("kind"), "status", "end_event", "gtid", "ts", "xa_xid",
+        "inserts", "updates", "deletes", "nt_inserts", "nt_updates", "nt_deletes") \
+        .withColumn("origin", F.lit("run"))
     if lake_groups:
         groups = groups.unionByName(spark.createDataFrame(lake_groups, X.GROUP_SCHEMA)
                                     .withColumn("origin", F.lit("lake")))
     groups = groups.withColumn("run_last_ts", F.lit(run_last_ts).cast("bigint"))
-    mysql = events.where(F.col("gtid_gno").isNotNull()).select(
+    gt = records.where(kind == "gtid")
+    mysql = gt.where(F.col("gtid_gno").isNotNull()).select(
         F.lit("event").alias("origin"), F.lit("mysql").alias("flavor"), "file", "seq", "pos",
         "gtid", F.col("gtid_uuid").alias("uuid"), F.coalesce("gtid_tag", F.lit("")).alias("tag"),
         F.lit(None).cast("bigint").alias("domain"), F.lit(None).cast("bigint").alias("server"),
         F.col("gtid_gno").alias("gno_start"), F.col("gtid_gno").alias("gno_end"))
-    maria = events.where(F.col("gtid_seq").isNotNull()).select(
+    maria = gt.where(F.col("gtid_seq").isNotNull()).select(
         F.lit("event").alias("origin"), F.lit("mariadb").alias("flavor"), "file", "seq", "pos",
         "gtid", F.lit(None).cast("string").alias("uuid"), F.lit(None).cast("string").alias("tag"),
         F.col("gtid_domain").alias("domain"), F.col("gtid_server").alias("server"),
@@ -180,11 +278,19 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     if header:
         gtids = gtids.unionByName(spark.createDataFrame(header, GTIDS_SCHEMA))
     recorded = [r["file"] for r in file_rows if r["recorded_sha256"]]
-    notes = {"integrity.archived_sha256": {
-        "recorded": len(recorded),
-        "not_recorded": [r["file"] for r in file_rows if not r["recorded_sha256"]],
-        "note": ("files with no sha256 recorded at copy time (S3 metadata 'sha256' or "
-                 "_meta/<file>.json) are not recorded and pass")}}
+    checked = sum(sum(m["checksums"].values()) for ms in metas.values() for _, m in ms)
+    notes = {
+        "integrity.archived_sha256": {
+            "recorded": len(recorded),
+            "not_recorded": [r["file"] for r in file_rows if not r["recorded_sha256"]],
+            "note": ("files with no sha256 recorded at copy time (S3 metadata 'sha256' or "
+                     "_meta/<file>.json) are not recorded and pass")},
+        "integrity.events_decode": {
+            "events": checked,
+            "facts_from_load": sorted(covered),
+            "read_again": [f.name for _, f in todo],
+            "note": ("the events dataset holds the events whose checksum or body failed; "
+                     "'events' counts every event read")}}
     return StreamData(events, files_df, groups, findings, gtids, file_rows, records, notes)
 
 

@@ -1,68 +1,53 @@
-"""Executor side of validation: one binlog file -> the facts the expectations read.
+"""Executor side of validation when the lake has no facts of a file: read it once, whole.
 
-One task per file reads it once with :class:`~binlake.binlog.reader.BinlogReader` and feeds the
-existing layers, never re-deciding what they decide:
+Validation reads the *stream facts* of each file (:mod:`binlake.txn.streamfacts`): one row
+per range, group, GTID, xid, damaged event and kept finding.  The load gathers them in its
+own decode pass and stores them in the ``stream_facts`` table, so that a night's validation
+does not decode its files again (:mod:`.datasets` reads them).  A file the lake has no
+complete facts of (never loaded, loaded by an older binlake, failed before decoding, or
+validated with ``--no-lake``) is read here by one task: the same
+:class:`~binlake.txn.streamfacts.RangeFacts` over the whole file, fed by the same
+:class:`~binlake.txn.build.GroupBuilder`, plus the sha256 of the stored object.
 
-* :class:`~binlake.txn.checks.StreamChecker` on the file alone gives the per-file verdicts that
-  need its exemptions (positions with the relay-log / binlog v3 / 5.0 cache-relative rules,
-  ``transaction_length``, duplicate Xids);
-* :class:`~binlake.txn.build.GroupBuilder` gives the WL#4162 verdicts and the event groups
-  (transactions, XA PREPARE groups, XA COMMIT/ROLLBACK markers) with their applied row counts;
-* :func:`~binlake.txn.build.note_event` the file's facts (FDE, in-use flag, what it ends with).
-
-Records leave Python as Arrow batches (``mapInArrow``) of one wide schema: ``kind = 'event'``
-rows carry typed event columns (the bulk), the other kinds (``file``, ``group``, ``finding``)
-ride as JSON in ``meta``.  Cross-file verdicts (GTID continuity, the file chain, XA pairing)
-are SQL over these facts, on the driver's Spark plan, never over collected rows.
+Rows leave Python as Arrow batches (``mapInArrow``) of the facts' schema.  Cross-file and
+cross-range verdicts (GTID continuity, the file chain, XA pairing, Xids repeated in two
+ranges, position offsets that change where a range starts) are the reader's: SQL over the
+facts, on the driver's Spark plan, and per-file aggregates on the driver.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from ..binlog.constants import EventType as E
-from ..binlog.errors import BinlogError, ChecksumError, TruncatedError
-from ..binlog.event import Event
+from ..binlog.errors import BinlogError
 from ..binlog.reader import BinlogReader
 from ..binlog.source import parse_location, s3_client
-from ..txn import findings as F
 from ..txn import spill
-from ..txn.build import FileInfo, GroupBuilder, XaMarker, note_event
-from ..txn.checks import StreamChecker
+from ..txn import streamfacts as S
+from ..txn.build import GroupBuilder
 from ..txn.engines import EngineTracker
 from ..txn.gtidset import IntervalSet
 from ..txn.model import XA_PREPARED, Transaction
+from ..txn.streamfacts import (
+    FACT_FIELDS,
+    FACT_NAMES,
+    GtidSets,
+    op_counts,
+    sets_from_json,
+)
 
-EVENT = "event"
 FILE = "file"
 GROUP = "group"
-FINDING = "finding"
 
-# Findings of the single-file StreamChecker / GroupBuilder the suite uses (the cross-file ones,
-# GTID and file chain, are the suite's own SQL over all files).
-KEPT_FINDINGS = frozenset({F.POSITION_GAP, F.POSITION_OVERLAP, F.TRANSACTION_LENGTH_MISMATCH,
-                           F.DUPLICATE_XID, F.INVALID_TRANSITION, F.OPEN_TRANSACTION_AT_EOF})
-_MYSQL_GTID = frozenset({E.GTID, E.GTID_TAGGED})
-_GTID_LENGTH = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED})
-
-EVENT_FIELDS: list[tuple[str, str]] = [
-    ("file", "string"), ("seq", "int"), ("pos", "bigint"), ("length", "bigint"),
-    ("next_pos", "bigint"), ("end_pos", "bigint"), ("type", "string"),
-    ("payload_index", "int"), ("server_id", "bigint"), ("ts", "bigint"),
-    ("checksum", "string"), ("error", "string"), ("gtid", "string"), ("gtid_uuid", "string"),
-    ("gtid_tag", "string"), ("gtid_gno", "bigint"), ("gtid_domain", "bigint"),
-    ("gtid_server", "bigint"), ("gtid_seq", "bigint"), ("trx_length", "bigint"),
-]
-WIDE_FIELDS: list[tuple[str, str]] = [("kind", "string"), *EVENT_FIELDS, ("meta", "string")]
-WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)
 TASK_SCHEMA = ("uri STRING, file STRING, seq INT, base STRING, `index` INT, newest BOOLEAN, "
                "nontransactional ARRAY<STRING>, engines ARRAY<STRING>")
-EVENT_COLS = [n for n, _ in EVENT_FIELDS]
+FACT_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in FACT_FIELDS)
 
 FILE_SCHEMA = (
     "file STRING, seq INT, base STRING, uri STRING, `index` INT, newest BOOLEAN, size BIGINT, "
@@ -78,6 +63,7 @@ GROUP_SCHEMA = (
     "nt_deletes BIGINT")
 FINDING_SCHEMA = ("kind STRING, severity STRING, file STRING, pos BIGINT, detail STRING, "
                   "message STRING")
+EVENT_SCHEMA = "file STRING, seq INT, pos BIGINT, type STRING, checksum STRING, error STRING"
 
 _BATCH_ROWS = 8192
 
@@ -127,9 +113,6 @@ def recorded_sha256(uri: str) -> tuple[str | None, str | None]:
 
 # -- GTID set texts (canonical, comparable as strings) -----------------------------------------
 
-GtidSets = dict[tuple[str, str], IntervalSet]  # (uuid, tag or "") -> gnos
-
-
 def gtid_set_text(sets: GtidSets) -> str:
     """``uuid[:tag]:a-b:c,...`` sorted by uuid and tag: equal sets give equal texts."""
     parts = []
@@ -145,174 +128,146 @@ def gtid_list_text(entries: dict[tuple[int, int], int]) -> str:
     return ",".join(f"{d}-{s}-{q}" for (d, s), q in sorted(entries.items()))
 
 
-def _sets_json(sets: GtidSets) -> str:
-    return orjson.dumps([[u, t, list(map(list, iv))] for (u, t), iv in sorted(sets.items())]
-                        ).decode()
-
-
-def sets_from_json(text: str | None) -> GtidSets:
-    out: GtidSets = {}
-    for u, t, spans in orjson.loads(text or "[]"):
-        out[(u, t)] = IntervalSet([tuple(s) for s in spans])
-    return out
-
-
 # -- one file ---------------------------------------------------------------------------------
 
-def _event_row(ev: Event, seq: int) -> tuple[Any, ...]:
-    err = ev.error
-    if isinstance(err, ChecksumError):
-        checksum = "mismatch"
-    elif ev.checksum is not None:
-        checksum = "ok"
-    else:
-        checksum = "none"
-    d = ev.data
-    t = ev.type_code
-    uuid = tag = gno = domain = server = sq = length = None
-    if t in _MYSQL_GTID:
-        uuid, tag, gno = d.get("uuid"), d.get("tag") or None, d.get("gno")
-    elif t == E.MARIADB_GTID:
-        domain, server, sq = d.get("domain_id"), ev.server_id, d.get("seq_no")
-    if t in _GTID_LENGTH:
-        length = d.get("transaction_length") or None
-    gtid = d.get("gtid") if t in (*_MYSQL_GTID, E.MARIADB_GTID) else None
-    return (ev.file, seq, ev.pos, ev.length, ev.next_pos, ev.end_pos, ev.type,
-            ev.payload_index, ev.server_id, ev.timestamp or None, checksum,
-            None if err is None or isinstance(err, ChecksumError) else str(err),
-            gtid, uuid, tag, gno if isinstance(gno, int) else None, domain, server,
-            sq if isinstance(sq, int) else None, length if isinstance(length, int) else None)
-
-
-def op_counts(t: Transaction) -> tuple[int, ...]:
-    """(inserts, updates, deletes) applied, then the same for non-transactional tables only
-    (what survives an XA ROLLBACK)."""
-    n = [0] * 6
-    ops = {"insert": 0, "update": 1, "delete": 2}
-    for c in t.changes:
-        if c.applied:
-            n[ops[c.op]] += 1
-            if not c.transactional:
-                n[3 + ops[c.op]] += 1
-    return tuple(n)
-
-
-def _xid_text(xid: Any) -> str | None:
-    return None if xid is None else f"{xid.format_id}:{xid.gtrid}:{xid.bqual}"
-
-
-def _group_record(item: Transaction | XaMarker, status: str | None = None) -> dict[str, Any]:
-    if isinstance(item, XaMarker):
-        p = item.part
-        return {"file": p.file, "seq": p.seq, "begin_pos": p.begin_pos, "end_pos": p.end_pos,
-                "record": "xa_end", "kind": "xa",
-                "status": "xa_commit" if item.commit else "xa_rollback",
-                "end_event": item.end_event, "gtid": p.gtid, "ts": p.timestamp,
-                "xa_xid": _xid_text(item.xid), "inserts": 0, "updates": 0, "deletes": 0,
-                "nt_inserts": 0, "nt_updates": 0, "nt_deletes": 0}
-    p = item.part
-    ins, upd, dele, nti, ntu, ntd = op_counts(item)
-    status = status or item.status
-    record = "xa_prepare" if status == XA_PREPARED else (
-        "incomplete" if status == "incomplete" else "txn")
-    return {"file": p.file, "seq": p.seq, "begin_pos": p.begin_pos, "end_pos": p.end_pos,
-            "record": record, "kind": item.kind, "status": status,
-            "end_event": item.end_event or None, "gtid": p.gtid, "ts": p.timestamp,
-            "xa_xid": _xid_text(item.xa_xid), "inserts": ins, "updates": upd, "deletes": dele,
-            "nt_inserts": nti, "nt_updates": ntu, "nt_deletes": ntd}
-
-
-def file_records(task: FileTask) -> Iterator[tuple[str, Any]]:
-    """(kind, record) of one file: every event (a tuple in EVENT_FIELDS order), its groups,
-    the kept findings, and one FILE record last."""
-    info = FileInfo(task.file, task.uri, task.seq)
-    checker = StreamChecker(newest_file_may_be_open=task.newest)
-    checker.begin_file(task.file, seq=task.seq if task.seq >= 0 else None)
+def file_facts(task: FileTask) -> Iterator[tuple[Any, ...]]:
+    """The stream facts of one whole file (rows of FACT_FIELDS), as the load gathers them
+    range by range; its range row's meta also has the stored object's sha256 and size."""
+    rows: list[tuple[Any, ...]] = []
     builder = GroupBuilder(EngineTracker(task.nontransactional, seen_ddl=task.engines),
                            # a huge bulk load's changes wait on local disk (txn.spill)
                            spill_bytes=spill.SPILL_BYTES, spill_rows=spill.SPILL_ROWS)
     builder.begin_file(task.file, task.seq)
     reader = BinlogReader(task.uri, name=task.file)
+    facts = S.RangeFacts(reader, task.file, task.seq, 0, last_of_file=True,
+                         newest=task.newest, emit=rows.append)
     error: BinlogError | None = None
-    rotate_next: str | None = None
-    prev_gtids: GtidSets | None = None
-    gtid_list: dict[tuple[int, int], int] | None = None
-    contained: GtidSets = {}
-    last_per_server: dict[tuple[int, int], int] = {}
     try:
         for ev in reader:
-            note_event(info, ev)
-            checker.event(ev)
-            yield EVENT, _event_row(ev, task.seq)
-            t = ev.type_code
-            d = ev.data
-            if ev.payload_index is None:
-                rotate_next = (str(d.get("next_file") or "").replace("\\", "/").rsplit("/", 1)[-1]
-                               if t == E.ROTATE else None)
-            if t in _MYSQL_GTID and isinstance(d.get("gno"), int) and d["gno"] > 0:
-                contained.setdefault((d["uuid"], d.get("tag") or ""), IntervalSet()).add(d["gno"])
-            elif t == E.MARIADB_GTID and isinstance(d.get("seq_no"), int):
-                last_per_server[(d["domain_id"], ev.server_id)] = d["seq_no"]
-            elif t == E.PREVIOUS_GTIDS and prev_gtids is None \
-                    and isinstance(d.get("uuid_sets"), list):
-                prev_gtids = {}
-                for entry in d["uuid_sets"]:
-                    key = (entry["uuid"], entry.get("tag") or "")
-                    prev_gtids.setdefault(key, IntervalSet()).update(
-                        IntervalSet(entry["intervals"]))
-            elif t == E.MARIADB_GTID_LIST and gtid_list is None \
-                    and isinstance(d.get("gtids"), list) and not d.get("list_flags"):
-                gtid_list = {(g["domain_id"], g["server_id"]): g["seq_no"] for g in d["gtids"]}
+            facts.event(ev)
             for item in builder.feed(ev):
-                yield GROUP, _group_record(item)
+                counts = None
+                if isinstance(item, Transaction) and item.status != XA_PREPARED:
+                    counts = op_counts(item.changes)  # (spilled ones: read back once)
+                facts.group(item, counts=counts)
+            if len(rows) >= _BATCH_ROWS:
+                yield from rows
+                rows.clear()
     except BinlogError as exc:
         error = exc
-    end_offset = reader.end_offset if error is None else error.offset
-    checker.end_file(end_offset=end_offset, error=error, size=None)
-    checker.finish()
-    # A group still open where the file ends: an error, except in the newest file while the
-    # server may still write it, and except after a framing error (integrity says that).
-    n_incomplete = len(builder.incomplete)
-    n_findings = len(builder.findings)
-    builder.end_file(may_be_open=task.newest and bool(info.in_use), end_offset=end_offset)
-    tail_excused = error is not None or (task.newest and bool(info.in_use))
-    if tail_excused:
-        del builder.incomplete[n_incomplete:]
-        builder.findings[n_findings:] = [
-            f for f in builder.findings[n_findings:] if f.kind != F.OPEN_TRANSACTION_AT_EOF]
-    for txn in builder.incomplete:
-        yield GROUP, _group_record(txn, "incomplete")
-    for f in [*checker.findings, *builder.findings]:
-        if f.kind in KEPT_FINDINGS:
-            yield FINDING, {"kind": f.kind, "severity": f.severity, "file": f.file or task.file,
-                            "pos": f.pos, "detail": orjson.dumps(f.detail, default=str).decode(),
-                            "message": f.message}
+    marks = (len(builder.incomplete), len(builder.findings))
+    builder.end_file(may_be_open=task.newest, end_offset=reader.end_offset
+                     if error is None else error.offset)
+    facts.finish(error=error, builder=builder, marks=marks)
+    last = rows.pop()  # the range row: the object's sha256 and size added
+    meta = orjson.loads(last[-1])
     try:
-        sha, size = sha256_of(task.uri)
+        meta["sha256"], meta["size"] = sha256_of(task.uri)
     except (OSError, BinlogError) as exc:
-        sha, size = None, None
-        error = error or BinlogError(f"cannot read the stored object: {exc}", file=task.file)
-    recorded, where = recorded_sha256(task.uri)
-    yield FILE, {
-        "file": task.file, "seq": task.seq, "base": task.base, "uri": task.uri,
-        "index": task.index, "newest": task.newest, "size": size, "events": info.events,
-        "server_version": info.server_version, "flavor": info.flavor,
-        "checksum_alg": None if info.checksum_alg is None else str(info.checksum_alg),
-        "in_use": info.in_use, "ends_with": info.ends_with,
-        "rotate_next": rotate_next if info.ends_with == "ROTATE" else None,
-        "error": None if error is None else str(error),
-        "error_kind": None if error is None else (
-            "truncated" if isinstance(error, TruncatedError) else error.kind),
-        "error_offset": None if error is None else error.offset,
-        "first_ts": info.first_timestamp, "last_ts": info.last_timestamp,
-        "sha256": sha, "recorded_sha256": recorded, "recorded_in": where,
-        "prev_gtids": None if prev_gtids is None else _sets_json(prev_gtids),
-        "gtid_list": None if gtid_list is None else orjson.dumps(
-            sorted([d, s, q] for (d, s), q in gtid_list.items())).decode(),
-        "contained": _sets_json(contained),
+        meta["sha256"] = meta["size"] = None
+        meta["read_error"] = f"cannot read the stored object: {exc}"
+    yield from rows
+    yield (*last[:-1], orjson.dumps(meta).decode())
+
+
+def merge_ranges(metas: list[dict[str, Any]]) -> dict[str, Any]:
+    """One file's facts from its ranges' (range rows' meta, in range order)."""
+    first, last = metas[0], metas[-1]
+    err = next((m for m in metas if m.get("error")), None)
+    contained: GtidSets = {}
+    last_per_server: dict[tuple[int, int], int] = {}
+    for m in metas:
+        for key, iv in sets_from_json(m.get("contained")).items():
+            contained.setdefault(key, IntervalSet()).update(iv)
+        last_per_server.update({(d, s): q for d, s, q in
+                                orjson.loads(m.get("last_per_server") or "[]")})
+    ts = [m for m in metas if m.get("first_ts") is not None]
+    return {
+        "events": sum(m["events"] for m in metas),
+        "server_version": first.get("server_version"), "flavor": first.get("flavor"),
+        "checksum_alg": first.get("checksum_alg"), "in_use": first.get("in_use"),
+        "ends_with": (err or last).get("ends_with"),
+        "rotate_next": (err or last).get("rotate_next"),
+        "error": None if err is None else err["error"],
+        "error_kind": None if err is None else err["error_kind"],
+        "error_offset": None if err is None else err["error_offset"],
+        "first_ts": ts[0]["first_ts"] if ts else None,
+        "last_ts": ts[-1]["last_ts"] if ts else None,
+        "prev_gtids": next((m["prev_gtids"] for m in metas if m.get("prev_gtids")), None),
+        "gtid_list": next((m["gtid_list"] for m in metas if m.get("gtid_list")), None),
+        "contained": S.sets_json(contained),
         "last_per_server": orjson.dumps(
             sorted([d, s, q] for (d, s), q in last_per_server.items())).decode(),
+        "checksums": {k: sum(m["checksums"][k] for m in metas)
+                      for k in ("ok", "none", "mismatch")},
     }
+
+
+def ranges_usable(metas: list[dict[str, Any]]) -> bool:
+    """The ranges' facts stand for the whole file's: one range, or no relay log (the
+    checker stops checking positions where a file turns into a relay log, which a range
+    after that point cannot know)."""
+    return len(metas) <= 1 or all(m.get("relay_from") is None for m in metas)
+
+
+def range_findings(file: str, metas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The position findings a range alone cannot make: the offset ``next_pos - end``
+    (:mod:`binlake.txn.check_integrity`) changed between the end of a range and the first
+    event of the next one."""
+    out = []
+    for prev, m in itertools.pairwise(metas):
+        a, b = prev.get("end_delta"), m.get("resume_delta")
+        if a is None or b is None or a == b or prev.get("error"):
+            continue
+        change = b - a
+        kind = "position_gap" if change > 0 else "position_overlap"
+        pos = m.get("first_pos")
+        detail = {"expected_offset": a, "found_offset": b,
+                  ("missing_bytes" if change > 0 else "extra_bytes"): abs(change)}
+        message = (f"event at {pos}: header log_pos is {abs(change)} bytes "
+                   + ("past where the event ends plus the earlier offset: events are missing "
+                      "before this event" if change > 0 else
+                      "short of where the event ends plus the earlier offset: bytes were "
+                      "inserted before this event, or its header was edited"))
+        out.append({"kind": kind, "severity": "error", "file": file, "pos": pos,
+                    "detail": orjson.dumps(detail).decode(), "message": message})
+    return out
+
+
+def file_records(task: FileTask) -> Iterator[tuple[str, Any]]:
+    """(kind, record) of one file read whole: its GROUP records (as the ``groups``
+    dataset has them), then one FILE record (as the ``files`` dataset has it, without the
+    GTID header columns :func:`binlake.quality.datasets.expected_headers` adds)."""
+    at = {n: i for i, n in enumerate(FACT_NAMES)}
+    meta: dict[str, Any] = {}
+    for r in file_facts(task):
+        kind = r[at["kind"]]
+        if kind == S.GROUP:
+            yield GROUP, group_dict(r, at)
+        elif kind == S.RANGE:
+            meta = orjson.loads(r[at["meta"]])
+    yield FILE, file_row(task, merge_ranges([meta]), meta.get("sha256"), meta.get("size"))
+
+
+def group_dict(r: Any, at: dict[str, int]) -> dict[str, Any]:
+    return {"file": r[at["file"]], "seq": r[at["seq"]], "begin_pos": r[at["pos"]],
+            "end_pos": r[at["end_pos"]], "record": r[at["record"]],
+            "kind": r[at["group_kind"]], "status": r[at["status"]],
+            "end_event": r[at["end_event"]], "gtid": r[at["gtid"]], "ts": r[at["ts"]],
+            "xa_xid": r[at["xa_xid"]],
+            **{c: r[at[c]] for c in ("inserts", "updates", "deletes", "nt_inserts",
+                                     "nt_updates", "nt_deletes")}}
+
+
+def file_row(task: FileTask, merged: dict[str, Any], sha: str | None, size: int | None
+             ) -> dict[str, Any]:
+    """A ``files`` dataset row: the task's place in the run, the merged facts, the stored
+    object's sha256 and the one the archive recorded at copy time."""
+    recorded, where = recorded_sha256(task.uri)
+    return {"file": task.file, "seq": task.seq, "base": task.base, "uri": task.uri,
+            "index": task.index, "newest": task.newest, "size": size,
+            **{k: v for k, v in merged.items() if k != "checksums"},
+            "sha256": sha, "recorded_sha256": recorded, "recorded_in": where}
 
 
 # -- Arrow transport --------------------------------------------------------------------------
@@ -321,16 +276,15 @@ def _arrow_schema() -> Any:
     import pyarrow as pa
 
     types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
-    return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
+    return pa.schema([(n, types[t]) for n, t in FACT_FIELDS])
 
 
 def facts_arrow(batches: Any) -> Any:
-    """mapInArrow function: file task rows in, fact batches (WIDE_FIELDS) out."""
+    """mapInArrow function: file task rows in, fact batches (FACT_FIELDS) out."""
     import pyarrow as pa
 
     schema = _arrow_schema()
     types = [schema.field(i).type for i in range(len(schema))]
-    blank = (None,) * len(EVENT_FIELDS)
 
     def batch(rows: list[tuple[Any, ...]]) -> Any:
         return pa.RecordBatch.from_arrays(
@@ -343,11 +297,8 @@ def facts_arrow(batches: Any) -> Any:
             task = FileTask(t["uri"], t["file"], t["seq"], t["base"], t["index"], t["newest"],
                             tuple(t["nontransactional"] or ()), engines)
             rows: list[tuple[Any, ...]] = []
-            for kind, rec in file_records(task):
-                if kind == EVENT:
-                    rows.append((kind, *rec, None))
-                else:
-                    rows.append((kind, *blank, orjson.dumps(rec, default=str).decode()))
+            for row in file_facts(task):
+                rows.append(row)
                 if len(rows) >= _BATCH_ROWS:
                     yield batch(rows)
                     rows = []

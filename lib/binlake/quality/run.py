@@ -255,7 +255,10 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
     if read is not None:
         lake_groups = D.lake_pending_groups(spark, settings, min(f.seq for f in files),
                                             {f.name for f in files}, read)
-    stream = D.build_stream(spark, settings, files, lake_groups=lake_groups)
+    stream = D.build_stream(spark, settings, files, lake_groups=lake_groups, read=read)
+    log.info("validate: stream facts of %d file(s) from the lake, %d read again",
+             len(stream.notes["integrity.events_decode"]["facts_from_load"]),
+             len(stream.notes["integrity.events_decode"]["read_again"]))
     try:
         frames = stream.frames()
         notes = dict(stream.notes)

@@ -40,7 +40,7 @@ from ..binlog.event import Event
 from .check_base import FDE_TYPES, CheckerBase
 from .findings import DUPLICATE_XID, ERROR, INFO, TRANSACTION_LENGTH_MISMATCH
 
-__all__ = ["TransactionChecks"]
+__all__ = ["TransactionChecks", "duplicate_xid_message", "xid_of"]
 
 _GTID_TYPES = frozenset({E.GTID, E.ANONYMOUS_GTID, E.GTID_TAGGED})
 # Events that are never part of a transaction group: they end the one before them.
@@ -97,12 +97,38 @@ def _u64(value: Any) -> int | None:
     return value if isinstance(value, int) and 0 <= value < (1 << 64) else None
 
 
+def xid_of(ev: Event) -> tuple[int, str] | None:
+    """The internal xid an event ends its transaction with, and what kind of event says it
+    (an Xid event, a DDL Query's ``ddl_xid``, a MariaDB Query's ``xid``), or None."""
+    t = ev.type_code
+    if t == E.XID:
+        xid = _u64(ev.data.get("xid"))
+        return None if xid is None else (xid, "Xid event")
+    if t in (E.QUERY, E.QUERY_COMPRESSED):
+        status = ev.data.get("status")
+        if isinstance(status, dict):
+            if status.get("ddl_xid") is not None:
+                xid = _u64(status.get("ddl_xid"))
+                return None if xid is None else (xid, "DDL Query event (ddl_xid)")
+            if status.get("xid") is not None:
+                xid = _u64(status.get("xid"))
+                return None if xid is None else (xid, "Query event (xid)")
+    return None
+
+
+def duplicate_xid_message(what: str, pos: int, xid: int, first: int) -> str:
+    return (f"{what} at {pos} ends its transaction with xid {xid}, which already ended "
+            f"the transaction at {first} in this file (expected a new xid, found a "
+            "repeated one): crash recovery cannot tell the two apart")
+
+
 class TransactionChecks(CheckerBase):
     """transaction_length and repeated Xids (a mixin of :class:`~binlake.txn.checks.StreamChecker`,
     which resets ``_group``, ``_group_end``, ``_group_holed`` and ``_xids`` per file)."""
 
     _group_end: int  # the end of the open group's last top-level event so far
     _xids: _XidIndex  # the Xid values of the current file
+    check_xids: bool = True  # False: a byte range's caller checks Xids across ranges itself
 
     # -- transaction groups -------------------------------------------------------------------
 
@@ -160,23 +186,12 @@ class TransactionChecks(CheckerBase):
     # -- Xids -----------------------------------------------------------------------------------
 
     def _xid_checks(self, ev: Event, name: str) -> None:
-        t = ev.type_code
-        xid: int | None = None
-        what = ""
-        if t == E.XID:
-            xid = _u64(ev.data.get("xid"))
-            what = "Xid event"
-        elif t in (E.QUERY, E.QUERY_COMPRESSED):
-            status = ev.data.get("status")
-            if isinstance(status, dict):
-                if status.get("ddl_xid") is not None:
-                    xid = _u64(status.get("ddl_xid"))
-                    what = "DDL Query event (ddl_xid)"
-                elif status.get("xid") is not None:
-                    xid = _u64(status.get("xid"))
-                    what = "Query event (xid)"
-        if xid is None:
+        if not self.check_xids:
             return
+        found = xid_of(ev)
+        if found is None:
+            return
+        xid, what = found
         first = self._xids.get(xid)
         if first is None:
             self._xids.add(xid, ev.pos)
@@ -185,6 +200,4 @@ class TransactionChecks(CheckerBase):
         if ev.payload_index is not None:
             detail["payload_index"] = ev.payload_index
         self._add(DUPLICATE_XID, ERROR, name, ev.pos, detail,
-                  f"{what} at {ev.pos} ends its transaction with xid {xid}, which already ended "
-                  f"the transaction at {first} in this file (expected a new xid, found a "
-                  "repeated one): crash recovery cannot tell the two apart")
+                  duplicate_xid_message(what, ev.pos, xid, first))

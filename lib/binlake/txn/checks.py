@@ -61,6 +61,9 @@ class StreamChecker(IntegrityChecks, TransactionChecks, GtidChecks, ChainChecks)
     accumulate in :attr:`findings`.
     """
 
+    # False: no GTID continuity checks (a byte range's caller checks GTIDs over all files)
+    check_gtids = True
+
     def __init__(self, *, newest_file_may_be_open: bool = True) -> None:
         self.newest_file_may_be_open = newest_file_may_be_open
         self.findings = []
@@ -89,6 +92,8 @@ class StreamChecker(IntegrityChecks, TransactionChecks, GtidChecks, ChainChecks)
         self._xids = _XidIndex()
         self._header_seen = False
         self._list_seen = False
+        self._resuming = False
+        self.resume_delta: int | None = None
 
     # -- the feeding API ----------------------------------------------------------------------
 
@@ -102,6 +107,36 @@ class StreamChecker(IntegrityChecks, TransactionChecks, GtidChecks, ChainChecks)
         self._reset_file(name, base, seq)
         self._in_file = True
 
+    def resume_file(self, fde: Event) -> None:
+        """After :meth:`begin_file`, start reading the file in its middle (a byte range that
+        starts at a group): ``fde`` is the file's Format_description, which gives the
+        format (positions, relay log, old servers) but is not checked again (the range at
+        the file's start does that).  The position offset an earlier range may have left
+        (see :mod:`.check_integrity`) is unknown here: the first top-level event's offset is
+        taken as it is and kept in :attr:`resume_delta`, for the caller to compare with the
+        previous range's :attr:`position_delta`."""
+        saved, fde.error = fde.error, None
+        try:
+            self.event(fde)
+        finally:
+            fde.error = saved
+        self._resuming = True
+
+    @property
+    def position_delta(self) -> int:
+        """The position offset after the last event (0 in a sound file)."""
+        return self._delta
+
+    def end_range(self) -> None:
+        """End a byte range that stops where the next group starts (not the file's end): its
+        last group ends there, as the next group's GTID event would end it."""
+        if self._group is not None:
+            end = self._group_end
+            self._close_group(self._name or "-", f"the end of the range at {end}", eof=False,
+                              by_gtid=True)
+            self._group = None
+        self._in_file = False
+
     def event(self, ev: Event) -> None:
         """Feed one event of the current file (in file order)."""
         name = self._name if self._name is not None else ev.file
@@ -112,6 +147,12 @@ class StreamChecker(IntegrityChecks, TransactionChecks, GtidChecks, ChainChecks)
             self._xid_checks(ev, name)
             return
         t = ev.type_code
+        if self._resuming and t not in FDE_TYPES and ev.next_pos:
+            self._resuming = False  # (an event with log_pos 0 says nothing: the next one)
+            if self._relay_from is None and self._check_positions:
+                end = ev.pos if self._v3 else ev.pos + ev.length
+                self._delta = ev.next_pos - end
+                self.resume_delta = self._delta
         # the file's format and where it turns into a relay log (check_integrity's docstring)
         if t in FDE_TYPES:
             if self._first_fde is None:
@@ -131,7 +172,9 @@ class StreamChecker(IntegrityChecks, TransactionChecks, GtidChecks, ChainChecks)
             self._position_check(ev, name)
         self._group_check(ev, name)
         self._xid_checks(ev, name)
-        if t in _MYSQL_GTID_TYPES:
+        if not self.check_gtids:
+            pass
+        elif t in _MYSQL_GTID_TYPES:
             self._mysql_gtid(ev, name)
         elif t == E.PREVIOUS_GTIDS and not self._header_seen:
             self._header_seen = True  # a relay log may hold its source's too: the first counts
