@@ -2,7 +2,7 @@
 
 Every check names the dataset it runs on (built by :mod:`binlake.quality.datasets`):
 
-``events``    one row per event (executors; :mod:`binlake.quality.facts`)
+``events``    one row per event whose checksum or body failed (the stream facts)
 ``files``     one row per file, with the GTID header each file should have
 ``groups``    one row per event group (transactions, XA PREPARE / COMMIT / ROLLBACK groups,
               groups that never ended), plus the XAs the lake says were pending before the run
