@@ -10,7 +10,8 @@ Measures, on the same files in the same run:
     orchestrate.py, dags/binlake_nightly.py), each a process of its own, into a fresh lake:
     `binlake load --branch B --run-id B`, then the validate step (the files gate, then
     `python -m binlake.orchestrate validate-json --branch B` of the same files: the Great
-    Expectations suite, which decodes every file again), then the publish step
+    Expectations suite, over the stream facts the load left in stream_facts), then the
+    publish step
     (`python -m binlake.cli publish --branch B --if-exists`);
   * an incremental load (2 cores) into that lake, which then holds the whole corpus on main:
     the first 2 MB, cut at a transaction's end, of a file the lake has not seen, named as the
