@@ -119,13 +119,41 @@ def has_snapshots(spark: Any, table: str) -> bool:
     return bool(jt.snapshots().iterator().hasNext())
 
 
+def may_match(spark: Any, table: str, condition: str) -> bool:
+    """Whether a data file of ``table`` may hold a row matching ``condition``, from Iceberg's
+    metadata on the driver, without a Spark job: the files Spark's own scan of
+    ``table WHERE condition`` would read (the same snapshot or write-audit-publish branch,
+    the filters Spark pushes down, then Iceberg's partition and column-statistics pruning).
+    False only when that scan reads no file at all; True whenever it may read one (a file
+    whose statistics do not exclude the condition, even if its rows are deleted), or when
+    the plan is not the Iceberg scan expected (nothing is skipped on a guess)."""
+    try:
+        leaves = spark.table(table).where(condition)._jdf.queryExecution() \
+            .optimizedPlan().collectLeaves().iterator()
+        scans = 0
+        while leaves.hasNext():
+            leaf = leaves.next()
+            if leaf.getClass().getSimpleName() != "DataSourceV2ScanRelation":
+                return True
+            scan = leaf.scan()
+            if scan.getClass().getName() != "org.apache.iceberg.spark.source.SparkBatchQueryScan":
+                return True
+            if len(scan.toBatch().planInputPartitions()):
+                return True
+            scans += 1
+        return scans == 0  # no scan in the plan at all: not what we expect, so check
+    except Exception:  # noqa: BLE001 (any doubt: the Spark count decides)
+        return True
+
+
 def delete_where(spark: Any, table: str, condition: str) -> bool:
     """DELETE the rows matching ``condition``, only if there are any: a DELETE that matches
-    nothing would still commit an (empty) snapshot into the table's history.  Usually cheap:
-    the files' column statistics rule most of them out without reading them; a table never
-    written (no snapshot) is not read at all."""
-    if not has_snapshots(spark, table) or not spark.table(table).where(condition).limit(
-            1).count():
+    nothing would still commit an (empty) snapshot into the table's history.  Usually free:
+    a table never written (no snapshot) is not read at all, and when the files' partition
+    values and column statistics rule every one of them out (:func:`may_match`: the usual
+    case for a load of new files) no Spark job runs; else a count decides."""
+    if not has_snapshots(spark, table) or not may_match(spark, table, condition) \
+            or not spark.table(table).where(condition).limit(1).count():
         return False
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
     return True
