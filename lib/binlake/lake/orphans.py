@@ -8,7 +8,7 @@ The next load of the same lake finds out that one was killed from the load lock
 (:mod:`binlake.lake.lock`): a load writes its note (run id, source, since when) into the lock
 file and clears it when it ends, killed or not -- a note still there when the lock is taken
 again is a dead run's.  That load then lists the data directories of the tables loads write
-(the record tables, ``changelog__*`` and ``mirror__*``) and deletes every file that
+(the record tables, ``typed_layouts``, ``changelog__*`` and ``mirror__*``) and deletes every file that
 
 * no snapshot of the table references (``all_data_files`` and ``all_delete_files``: every
   snapshot of every branch, so a run written on a branch and not published yet keeps its
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 ORPHAN_AGE = 3 * 86400.0  # Iceberg's own default for remove_orphan_files
 SLACK = 5.0  # seconds: file times and the note's time come from different clocks
-LOADED_TABLES = re.compile(r"^(changelog__|mirror__)")
+LOADED_TABLES = re.compile(r"^(changelog__|mirror__|typed_layouts$)")
 
 
 @dataclass(frozen=True)
