@@ -673,10 +673,11 @@ def test_killed_run_rerun_completes(spark: Any, lake: dict[str, Any], world: dic
     evolved = reports[1]["tables"][f"{DB}.evo"]["evolved"]
     assert len(evolved) == 2 * 4, evolved  # a, d widened; b__v2, c added; in both tables
     assert sum("ALTER COLUMN `a` TYPE bigint" in e for e in evolved) == 2
-    # file 2 into existing mirrors: deltas folded by an executor task, then MERGEd
+    # file 2 into existing mirrors: small deltas, folded on the driver (the executor's
+    # function, without a Spark job), then MERGEd
     folds = {k: t.get("mirror_fold") for k, t in reports[1]["tables"].items()
              if t["mirror_rows"] and k != f"{DB}.images"}
-    assert folds and set(folds.values()) == {"executor"}, folds
+    assert folds and set(folds.values()) == {"driver"}, folds
 
     _killed_before_typed_fill(spark, settings, files[2:])
     _load(spark, settings, files[2:], reports)
@@ -724,10 +725,11 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
         spark: Any, lake: dict[str, Any], world: dict[str, Any],
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fourth lake, with the executor fold's bounds set low: files 1..2 with a row bound
-    of 1 (a delta of more than one row is too big), files 3..4 with a byte bound of 1 (every
-    staged delta is too big).  Those deltas are folded by Spark instead (a first load's
-    append, then MERGEs into existing mirrors): the same typed tables as the one-run lake."""
-    from binlake.lake import extract
+    of 1 (a delta of more than one row is too big), file 3 with the driver's fold bound 0
+    (folded by the executor), file 4 with a byte bound of 1 (every staged delta is too
+    big).  Those deltas are folded by Spark instead (a first load's append, then MERGEs
+    into existing mirrors): the same typed tables as the one-run lake."""
+    from binlake.lake import extract, typed
     from binlake.lake.spark import build_session
 
     settings = _settings(tmp_path_factory.mktemp("typed-lake-d"), "typed_d")
@@ -737,13 +739,19 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     monkeypatch.setattr(extract, "FOLD_MAX_ROWS", 1)
     _load(spark, settings, files[:2], reports)
     monkeypatch.setattr(extract, "FOLD_MAX_ROWS", 4_000_000)
+    # file 3: no delta is small enough for the driver: the executor folds them (MERGEd)
+    monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
+    _load(spark, settings, files[2:3], reports)
     monkeypatch.setattr(extract, "FOLD_MAX_BYTES", 1)
-    _load(spark, settings, files[2:], reports)
-    first, second = ({k: (t["mirror_rows"], t.get("mirror_fold"))
-                      for k, t in r["tables"].items() if t["mirror_rows"]} for r in reports)
+    _load(spark, settings, files[3:], reports)
+    first, third, second = ({k: (t["mirror_rows"], t.get("mirror_fold"))
+                             for k, t in r["tables"].items() if t["mirror_rows"]}
+                            for r in reports)
     assert first and all(fold == ("executor" if n == 1 else "spark")
                          for n, fold in first.values()), first
     assert any(n > 1 for n, _ in first.values()), first
+    assert third and {fold for k, (_, fold) in third.items()
+                      if k != f"{DB}.images"} == {"executor"}, third
     assert second and {fold for _, fold in second.values()} == {"spark"}, second
     assert _typed_tables(spark, settings) == lake["tables"]
     for table in MIRRORED:

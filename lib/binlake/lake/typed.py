@@ -735,26 +735,38 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
 
     mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
     fold = None
+    staged_bytes = sum(os.path.getsize(p) for p in staged)
     if staged and not total["partial"] and total["delta"] <= FOLD_MAX_ROWS \
-            and sum(os.path.getsize(p) for p in staged) <= FOLD_MAX_BYTES:
-        def fold(blocked: tuple[int, int, int] | None) -> None:
+            and staged_bytes <= FOLD_MAX_BYTES:
+        here = total["delta"] <= DRIVER_FOLD_ROWS and staged_bytes <= DRIVER_FOLD_BYTES
+
+        def fold(blocked: tuple[int, int, int] | None) -> str:
             assert job.plan is not None and spec.stage is not None
-            _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct, blocked,
-                       commit, run_id)
+            return _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct,
+                              blocked, commit, run_id, here)
     _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots, job.wm,
           job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new,
           fold=fold)
 
 
+# A staged delta this small is folded on the driver (no Spark job; the fold holds it in
+# memory, a few times its staged bytes): the usual incremental load's
+DRIVER_FOLD_ROWS = 50_000
+DRIVER_FOLD_BYTES = 8 << 20
+
+
 def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
                staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
-               commit: Any, run_id: str) -> None:
+               commit: Any, run_id: str, here: bool = False) -> str:
     """Apply a table's staged delta to its mirror, folded by one executor task
     (:func:`extract.fold_mirror`: Arrow in memory, the delta having at most
     ``FOLD_MAX_ROWS`` rows in at most ``FOLD_MAX_BYTES`` of staged files) rather than by
     Spark's window and sort.  A mirror created by this run (empty, not partitioned) gets
     the folded rows as data files, in one commit after its source's rows are deleted (a
-    retry adds nothing twice); an existing one MERGEs the folded delta."""
+    retry adds nothing twice); an existing one MERGEs the folded delta, folded on the
+    driver when ``here`` (a small delta: ``DRIVER_FOLD_ROWS``, ``DRIVER_FOLD_BYTES``; the
+    same function, without a Spark job).  Returns where it was folded: ``executor`` or
+    ``driver``."""
 
     from .commit import table_out
     from .extract import DataSink, FoldSpec, fold_mirror
@@ -775,14 +787,18 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
             delete_where(spark, mirror, f"_source = {lit(settings.source)}")
             if written:
                 commit(mirror, written)
-            return
+            return "executor"
     path = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}.parquet"
-    sc.parallelize([replace(spec, out=path)], 1).flatMap(fold_mirror).collect()
+    if here:
+        fold_mirror(replace(spec, out=path))
+    else:
+        sc.parallelize([replace(spec, out=path)], 1).flatMap(fold_mirror).collect()
     fields = {f.name: f for f in struct.fields}
     folded = _read_staged(spark, [fields[n] for n in (*job.plan.columns, "_op", *ORDER,
                                                       "_commit_ts")], [path])
     _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
                   job.mirror_new, folded=True)
+    return "driver" if here else "executor"
 
 
 def _read_staged(spark: Any, fields: list[Any], paths: list[str]) -> Any:
@@ -992,7 +1008,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     mirror.  Tables are filled in threads; their commits queue for the catalog's connection
     (one per JVM on SQLite: see :func:`binlake.lake.spark.jdbc_catalog_properties`).
     ``fold(blocked)``, when given, applies the delta to the mirror in place of
-    :func:`_merge_mirror` (see :func:`_fold_fast`)."""
+    :func:`_merge_mirror` (see :func:`_fold_fast`; it returns where the delta was folded)."""
     from pyspark.sql import functions as F
 
     t0 = time.time()
@@ -1052,8 +1068,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         n = stats["todo"]
     if n and fold is not None:
         blocked = tuple(stats["blocked"]) if stats["blocked"] is not None else None
-        fold(blocked)
-        rep["mirror_fold"] = "executor"
+        rep["mirror_fold"] = fold(blocked) or "executor"
     elif n:
         rep["mirror_fold"] = "spark"
         _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"), mirror, plan,
