@@ -84,6 +84,28 @@ def add_data_files(spark: Any, settings: Settings, table: str,
     spark.sql(f"REFRESH TABLE {name}")
 
 
+def append_rows(spark: Any, settings: Settings, table: str, rows: list[dict[str, Any]],
+                run_id: str) -> None:
+    """Append a few rows from the driver in one Iceberg commit, without a Spark job: the
+    driver writes them as the executors write theirs (one Parquet data file per partition
+    value, :class:`extract.DataSink`; ``source`` and ``run_id`` filled in, every other
+    column from the rows, None when a row lacks it; timestamps as epoch microseconds), then
+    :func:`add_data_files`.  Files written and never committed (a kill in between) are a
+    killed run's, removed by the next load (:mod:`binlake.lake.orphans`)."""
+    import uuid
+
+    if not rows:
+        return
+    name = table if "." in table else settings.table(table)
+    out = table_out(spark, name)
+    sink = X.DataSink({name: out}, settings.source, run_id, settings.s3_endpoint_url,
+                      attempt=uuid.uuid4().hex[:8])
+    columns = {f.name: [r.get(f.name) for r in rows] for f in out.schema
+               if f.name not in ("source", "run_id")}
+    add_data_files(spark, settings, name, sink.write(name, "driver", "", columns, len(rows)),
+                   run_id)
+
+
 def remove_files(paths: list[str]) -> None:
     """Delete data files that will not be committed (their binlog failed); best effort:
     an unreferenced file is never read."""

@@ -41,7 +41,7 @@ from ..txn.xa import load_pending
 from . import extract as X
 from . import schemas as S
 from .alters import apply_alters
-from .commit import add_data_files, remove_files, table_out
+from .commit import add_data_files, append_rows, remove_files, table_out
 from .lifecycle import apply_lifecycle, last_points
 from .lock import load_lock, lock_is_global
 from .nopk import fill_nopk_mirrors
@@ -56,6 +56,8 @@ from .tables import (
     XA_PREPARES,
     delete_where,
     ensure_tables,
+    has_snapshots,
+    may_match,
 )
 
 CHANGE_COLS = [n for n, _ in X.CHANGE_FIELDS]  # a change_tuple's fields
@@ -723,10 +725,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     # Files last: a file's row says "loaded" only once its data is in.
     file_rows = _file_rows(files, ranges_info, failed, hashes, n_ranges, run_id, source,
                            end_engines)
-    fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
-    _merge(spark, settings, FILES, fdf, ["file"], run_id,
-           {"first_ts": "timestamp_seconds(first_ts)", "last_ts": "timestamp_seconds(last_ts)",
-            "loaded_at": "current_timestamp()"}, drop=[], update=True)
+    _record_files(spark, settings, file_rows, run_id)
     # Derived state last: it needs the files' timestamps (the XA ages).
     summary.pending = _refresh_pending(spark, settings, run_id)
     records.unpersist()
@@ -1022,6 +1021,35 @@ FILE_SCHEMA = ("source STRING, file STRING, seq INT, size BIGINT, sha256 STRING,
                "last_gtid STRING, events BIGINT, transactions BIGINT, row_changes BIGINT, "
                "ranges INT, status STRING, error STRING, error_offset BIGINT, run_id STRING, "
                "loaded_at TIMESTAMP, engines ARRAY<STRING>")
+
+
+def _record_files(spark: Any, settings: Settings, file_rows: list[tuple[Any, ...]],
+                  run_id: str) -> None:
+    """Write the run's ``files`` rows (:func:`_file_rows`) in one commit: a MERGE on
+    ``(source, file)`` (a file seen before gets its row replaced); when no data file of
+    ``files`` can hold a row of these files (Iceberg's metadata, :func:`tables.may_match`:
+    new files, the usual case), an append of the rows written by the driver instead (the
+    same rows, no Spark job)."""
+    table = settings.table(FILES)
+    names = [c.split()[0] for c in FILE_SCHEMA.split(", ")]
+    cond = (f"source = '{_q(settings.source)}' AND file IN "
+            f"({_in(sorted({r[names.index('file')] for r in file_rows}))})")
+    if has_snapshots(spark, table) and may_match(spark, table, cond):
+        fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
+        _merge(spark, settings, FILES, fdf, ["file"], run_id,
+               {"first_ts": "timestamp_seconds(first_ts)",
+                "last_ts": "timestamp_seconds(last_ts)",
+                "loaded_at": "current_timestamp()"}, drop=[], update=True)
+        return
+    now = int(time.time() * 1_000_000)
+    rows = []
+    for r in file_rows:
+        row = dict(zip(names, r))
+        for col in ("first_ts", "last_ts"):  # epoch seconds -> microseconds
+            row[col] = None if row[col] is None else int(row[col]) * 1_000_000
+        row["loaded_at"] = now
+        rows.append(row)
+    append_rows(spark, settings, FILES, rows, run_id)
 
 
 def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],

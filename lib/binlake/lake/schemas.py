@@ -275,5 +275,8 @@ def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: lis
                                                          ).decode(),
              list(v.primary_key), v.ddl, orjson.dumps(v.to_dict()).decode(), run_id)
             for v in new]
-    spark.createDataFrame(rows, spark.table(table).schema).writeTo(table).append()
+    from .commit import append_rows  # a few rows: written by the driver, no Spark job
+
+    names = [f.name for f in spark.table(table).schema.fields]
+    append_rows(spark, settings, table, [dict(zip(names, r)) for r in rows], run_id)
     return len(rows)

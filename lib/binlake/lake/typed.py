@@ -546,9 +546,12 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
         delete_where(spark, table, f"source = {lit(settings.source)} AND (" + " OR ".join(
             f"(db = {lit(d)} AND tbl = {lit(t)} AND seq = {s} AND pos = {p})"
             for d, t, s, p in changed) + ")")
-    if new:
-        spark.createDataFrame(list(new.values()), spark.table(table).schema) \
-            .writeTo(table).append()
+    if new:  # a few rows: written by the driver, no Spark job
+        from .commit import append_rows
+
+        names = [c.split()[0] for c in LAYOUTS_DDL.split(", ")]
+        append_rows(spark, settings, table, [dict(zip(names, v)) for v in new.values()],
+                    run_id)
     missing = sorted(set(points.values()) - set(defs))
     if missing:
         for r in spark.table(table).where(
