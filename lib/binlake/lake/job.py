@@ -357,12 +357,14 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         ensure_tables(spark, settings)
         return _loaded(spark, settings)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
         loaded_f = pool.submit(catalog)
+        warm_f = pool.submit(_warm_imports)
         surveys = dict(zip([f.name for f in everything], sc.parallelize(
             [f.uri for f in everything], max(1, len(everything))).map(
             partial(_survey, split_bytes=settings.split_bytes)).collect()))
         loaded = loaded_f.result()
+        warm_f.result()
     phase("survey")
     hashes = {name: sv["sha"] for name, sv in surveys.items()}
     split = {name: sv["ranges"] for name, sv in surveys.items()}
@@ -472,6 +474,20 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             clean_staging(stage_root)
     summary.files = sorted(summary.files + others, key=lambda f: (f["seq"], f["file"]))
     _summarize(spark, settings, summary, everything)
+
+
+def _warm_imports() -> None:
+    """Import what the driver needs later in a load (pyiceberg and pyarrow for the data
+    files' schemas and the driver's own data files, pandas for Spark's Arrow conversions)
+    while it waits for the survey: about a second less on the load's path."""
+    import contextlib
+    import importlib
+
+    for name in ("pandas", "pyarrow.parquet", "pyiceberg.schema", "pyiceberg.io.pyarrow",
+                 "pyspark.sql.pandas.types", "binlake.lake.typed", "binlake.lake.typedconv"):
+        # a missing one is imported (and reported) where it is needed, if ever
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def _run_history(spark: Any, settings: Settings, everything: list[BinlogFile],
@@ -754,15 +770,16 @@ def _summarize(spark: Any, settings: Settings, summary: LoadSummary,
                files: list[BinlogFile]) -> None:
     """Small aggregates of what the lake holds for these files."""
     src = _q(settings.source)
-    stats = spark.sql(
+    queries = [
         f"SELECT status, count(*) n FROM {settings.table(TRANSACTIONS)} WHERE source = "
-        f"'{src}' AND end_file IN ({_in([f.name for f in files])}) GROUP BY status"
-    ).collect()
-    summary.transactions = {r["status"]: r["n"] for r in stats}
-    rows = spark.sql(
+        f"'{src}' AND end_file IN ({_in([f.name for f in files])}) GROUP BY status",
         f"SELECT concat(db, '.', tbl) t, count(*) n FROM {settings.table(ROW_CHANGES)} "
         f"WHERE source = '{src}' AND order_seq IN "
-        f"({','.join(str(f.seq) for f in files)}) GROUP BY db, tbl").collect()
+        f"({','.join(str(f.seq) for f in files)}) GROUP BY db, tbl"]
+    # two small jobs at once (each keeps a core busy for a moment)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        stats, rows = pool.map(lambda sql: spark.sql(sql).collect(), queries)
+    summary.transactions = {r["status"]: r["n"] for r in stats}
     summary.rows = {r["t"]: r["n"] for r in rows}
 
 
