@@ -112,3 +112,51 @@ def test_delete_where_reads_the_branch(spark: Any, tmp_path: Path) -> None:
         assert may_match(spark, table, cond)
         assert delete_where(spark, table, cond)
         assert sorted(r[0] for r in spark.table(table).select("order_seq").collect()) == [1, 1]
+
+
+def _file_row(name: str, seq: int, status: str, run_id: str) -> tuple[Any, ...]:
+    from binlake.lake.job import FILE_SCHEMA
+
+    row: dict[str, Any] = {c.split()[0]: None for c in FILE_SCHEMA.split(", ")}
+    row.update(source="s1", file=name, seq=seq, size=10, sha256="ab", status=status,
+               first_ts=1_700_000_000, last_ts=1_700_000_100, run_id=run_id,
+               engines=["d.t=1"])
+    return tuple(row.values())
+
+
+def test_files_rows_appended_or_merged(spark: Any, tmp_path: Path) -> None:
+    """``files``: the rows of new files are appended by the driver (no Spark job); a file
+    with a row already (failed before, a killed run's rerun of a grown file, a reload)
+    has it replaced by the MERGE, never duplicated."""
+    from binlake.lake.job import _record_files
+    from binlake.lake.tables import FILES, ensure_tables
+
+    settings = make_lake(spark, tmp_path, "incr_files", source="s1")
+    ensure_tables(spark, settings)
+    table = settings.table(FILES)
+
+    def rows() -> list[tuple[Any, ...]]:
+        return sorted((r["file"], r["seq"], r["status"], r["run_id"], r["engines"],
+                       r["first_ts"] is not None and r["loaded_at"] is not None)
+                      for r in spark.table(table).collect())
+
+    _, jobs = _jobs_of(spark, lambda: _record_files(
+        spark, settings, [_file_row("mariadb-bin.000001", 1, "failed", "r1"),
+                          _file_row("mariadb-bin.000002", 2, "loaded", "r1")], "r1"))
+    assert jobs == []
+    assert rows() == [("mariadb-bin.000001", 1, "failed", "r1", ["d.t=1"], True),
+                      ("mariadb-bin.000002", 2, "loaded", "r1", ["d.t=1"], True)]
+    # new file 3: appended, no job; file 1 loaded again: MERGEd (replaced)
+    _, jobs = _jobs_of(spark, lambda: _record_files(
+        spark, settings, [_file_row("mariadb-bin.000003", 3, "loaded", "r2")], "r2"))
+    assert jobs == []
+    _record_files(spark, settings, [_file_row("mariadb-bin.000001", 1, "loaded", "r3")], "r3")
+    assert rows() == [("mariadb-bin.000001", 1, "loaded", "r3", ["d.t=1"], True),
+                      ("mariadb-bin.000002", 2, "loaded", "r1", ["d.t=1"], True),
+                      ("mariadb-bin.000003", 3, "loaded", "r2", ["d.t=1"], True)]
+    # a row an older binlake left without seq is found too (no duplicate)
+    spark.sql(f"UPDATE {table} SET seq = NULL WHERE file = 'mariadb-bin.000002'")
+    _record_files(spark, settings, [_file_row("mariadb-bin.000002", 2, "loaded", "r4")], "r4")
+    assert [r[:4] for r in rows()] == [("mariadb-bin.000001", 1, "loaded", "r3"),
+                                       ("mariadb-bin.000002", 2, "loaded", "r4"),
+                                       ("mariadb-bin.000003", 3, "loaded", "r2")]

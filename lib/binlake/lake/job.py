@@ -1049,8 +1049,13 @@ def _record_files(spark: Any, settings: Settings, file_rows: list[tuple[Any, ...
     same rows, no Spark job)."""
     table = settings.table(FILES)
     names = [c.split()[0] for c in FILE_SCHEMA.split(", ")]
+    # a file's row has the file's sequence number (from its name), which the column
+    # statistics keep whole (a name's are cut to 16 characters: no use between
+    # mariadb-bin.000001 and .000009); NULL too, as an older binlake might have left it
+    seqs = sorted({int(r[names.index("seq")]) for r in file_rows})
     cond = (f"source = '{_q(settings.source)}' AND file IN "
-            f"({_in(sorted({r[names.index('file')] for r in file_rows}))})")
+            f"({_in(sorted({r[names.index('file')] for r in file_rows}))}) AND "
+            f"(seq IN ({', '.join(map(str, seqs))}) OR seq IS NULL)")
     if has_snapshots(spark, table) and may_match(spark, table, cond):
         fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
         _merge(spark, settings, FILES, fdf, ["file"], run_id,
