@@ -98,15 +98,26 @@ ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def ensure_tables(spark: Any, settings: Settings) -> None:
-    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
+    """Create the lake's tables that do not exist, and add the columns of
+    ``ADDED_COLUMNS`` to tables made before them.  One listing of the namespace, and the
+    Iceberg schema of the tables that may lack a column, when they all exist (every load
+    but the first)."""
+    namespace = f"{settings.catalog_name}.{settings.namespace}"
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {namespace}")
+    existing = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {namespace}").collect()}
     for name, (cols, partitioning) in DDL.items():
+        if name in existing:
+            continue
         spark.sql(f"CREATE TABLE IF NOT EXISTS {settings.table(name)} ({cols}) USING iceberg "
                   f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ({TBLPROPERTIES})")
-    have: dict[str, list[str]] = {}
+    schemas: dict[str, Any] = {}
     for name, column, sql_type in ADDED_COLUMNS:
-        if name not in have:
-            have[name] = spark.table(settings.table(name)).columns
-        if column not in have[name]:
+        if name not in existing:
+            continue  # created just now, with every column
+        if name not in schemas:
+            schemas[name] = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+                spark._jsparkSession, settings.table(name)).schema()
+        if schemas[name].findField(column) is None:
             spark.sql(f"ALTER TABLE {settings.table(name)} ADD COLUMN {column} {sql_type}")
 
 
