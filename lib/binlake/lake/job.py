@@ -688,7 +688,10 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                          # (file, pos) is unique: a statement is in one range, emitted once
                          (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
                          (XA_PREPARES, f"prepare_seq IN ({in_seqs})"),
-                         (STREAM_FACTS, f"file IN ({_in([f.name for f in files])})")):
+                         # (seq too: file names' column statistics are cut to 16
+                         # characters, so the file alone rules out no data file)
+                         (STREAM_FACTS, f"seq IN ({in_seqs}) AND "
+                                        f"file IN ({_in([f.name for f in files])})")):
         # One table after the other (each a delete and an append).
         if table == TRANSACTIONS and late:
             # XA decisions stored without their PREPARE, decided in this run (a backfill)
