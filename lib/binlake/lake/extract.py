@@ -396,12 +396,10 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     names = tm.column_names
                     pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
             for item in builder.feed(ev):
-                counts: tuple[int, ...] | None = (
-                    op_counts(item.changes)
-                    if isinstance(item, Transaction) and item.status == XA_PREPARED else None)
-                counts = _emit(out, item, pks, info, statements_seen, utf8, flush_out) \
-                    or counts
-                stream.group(item, counts=counts)
+                # a decided transaction's counts come from _emit (its changes may be gone
+                # after); an XA PREPARE's changes stay, the facts count them
+                stream.group(item, counts=_emit(out, item, pks, info, statements_seen, utf8,
+                                                flush_out))
             if flush is not None and out and (ev.pos + ev.length - flushed_at >= flush_bytes
                                               or len(out) >= FLUSH_ROWS):
                 flush_out()

@@ -20,6 +20,7 @@ from ..config import Settings
 from ..lake.extract import engine_seeds
 from ..txn.files import BinlogFile
 from ..txn.gtidset import IntervalSet
+from ..txn.streamfacts import op_counts
 from ..txn.xa import load_pending
 from . import facts as X
 
@@ -124,7 +125,7 @@ def lake_pending_groups(spark: Any, settings: Settings, first_seq: int, run_file
         counts: tuple[int, ...] = (0,) * 6
         if r["state"]:
             (txn,) = load_pending(r["state"])
-            counts = X.op_counts(txn.changes)
+            counts = op_counts(txn.changes)
         out.append((r["prepare_file"], r["prepare_seq"], r["prepare_pos"], r["prepare_end_pos"],
                     "xa_prepare", "xa", "xa_prepared", "XA_PREPARE", r["prepare_gtid"], r["ts"],
                     f"{r['xa_format_id']}:{r['xa_gtrid']}:{r['xa_bqual']}", *counts))

@@ -33,12 +33,10 @@ from ..txn import streamfacts as S
 from ..txn.build import GroupBuilder
 from ..txn.engines import EngineTracker
 from ..txn.gtidset import IntervalSet
-from ..txn.model import XA_PREPARED, Transaction
 from ..txn.streamfacts import (
     FACT_FIELDS,
     FACT_NAMES,
     GtidSets,
-    op_counts,
     sets_from_json,
 )
 
@@ -63,7 +61,6 @@ GROUP_SCHEMA = (
     "nt_deletes BIGINT")
 FINDING_SCHEMA = ("kind STRING, severity STRING, file STRING, pos BIGINT, detail STRING, "
                   "message STRING")
-EVENT_SCHEMA = "file STRING, seq INT, pos BIGINT, type STRING, checksum STRING, error STRING"
 
 _BATCH_ROWS = 8192
 
@@ -146,10 +143,7 @@ def file_facts(task: FileTask) -> Iterator[tuple[Any, ...]]:
         for ev in reader:
             facts.event(ev)
             for item in builder.feed(ev):
-                counts = None
-                if isinstance(item, Transaction) and item.status != XA_PREPARED:
-                    counts = op_counts(item.changes)  # (spilled ones: read back once)
-                facts.group(item, counts=counts)
+                facts.group(item)  # (its counts: spilled changes are read back once)
             if len(rows) >= _BATCH_ROWS:
                 yield from rows
                 rows.clear()
