@@ -10,9 +10,10 @@ temporary BINLAKE_HOME) of the given binlog files, with
   thread's waits);
 * each executor task's function under cProfile, as the executor calls it:
   ``lake/extract.py``'s ``decode_tasks_arrow`` (one transaction-aligned range per task row:
-  decode, transaction layer, Parquet and typed writes) and ``lake/job.py``'s ``_survey``; each
-  task writes ``exec-*.prof`` / ``survey-*.prof``, merged here (the Arrow serialization of
-  the batches a task yields is outside);
+  decode, transaction layer, Parquet and typed writes), ``lake/job.py``'s ``_survey`` and
+  ``decide_xa_arrow`` (the XAs decided in the run); each task writes ``exec-*.prof`` /
+  ``survey-*.prof`` / ``decide-*.prof``, merged here (the Arrow serialization of the batches
+  a task yields is outside);
 * Spark's event log (``eventlog/``): per stage its wall time, tasks, and the executors' run,
   CPU and GC time summed over its tasks.
 
@@ -89,6 +90,33 @@ def profiled_survey(uri: str, split_bytes: int) -> dict[str, Any]:
 ORIGINAL_SURVEY: Any = None
 
 
+def profiled_decide(batches: Any, sink: Any) -> Iterator[Any]:
+    """``job.decide_xa_arrow`` (the XAs decided in the run, written by the executors) under
+    cProfile, as :func:`profiled_decode`; one profile file per task."""
+    import cProfile as cp
+    import os as _os
+    import time as _time
+
+    from binlake.lake import job
+
+    prof = cp.Profile()
+    gen = ORIGINAL_DECIDE(batches, sink)
+    while True:
+        prof.enable()
+        try:
+            batch = next(gen)
+        except StopIteration:
+            prof.disable()
+            break
+        prof.disable()
+        yield batch
+    del job
+    prof.dump_stats(_os.path.join(PROF_DIR, f"decide-{_os.getpid()}-{_time.time_ns()}.prof"))
+
+
+ORIGINAL_DECIDE: Any = None
+
+
 def top(stats: pstats.Stats, key: str, n: int) -> str:
     buf = io.StringIO()
     stats.stream = buf  # type: ignore[attr-defined]
@@ -128,7 +156,7 @@ def stages(eventlog_dir: Path) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    global PROF_DIR, ORIGINAL_SURVEY
+    global PROF_DIR, ORIGINAL_SURVEY, ORIGINAL_DECIDE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default=os.environ.get(
         "PERF_CORPUS", os.path.join(tempfile.gettempdir(), "perf-corpus")))
@@ -164,6 +192,8 @@ def main() -> int:
         ORIGINAL_SURVEY = job._survey
         extract.decode_tasks_arrow = profiled_decode
         job._survey = profiled_survey
+        ORIGINAL_DECIDE = job.decide_xa_arrow
+        job.decide_xa_arrow = profiled_decide
     argv = ["-q", "load", "--json", "--config", str(config), "--master", args.master,
             *map(str, files)]
     prof = cProfile.Profile()
@@ -187,7 +217,8 @@ def main() -> int:
         for key in ("cumulative", "tottime"):
             print(f"\n== driver (main thread), by {key}")
             print(top(st, key, args.top))
-    for kind, pattern in (("decode tasks", "exec-*.prof"), ("survey tasks", "survey-*.prof")):
+    for kind, pattern in (("decode tasks", "exec-*.prof"), ("survey tasks", "survey-*.prof"),
+                          ("XA decision tasks", "decide-*.prof")):
         found = sorted(glob.glob(str(out / pattern)))
         if not found:
             continue

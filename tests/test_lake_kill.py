@@ -171,3 +171,65 @@ def test_killed_publish_recovers(stream: Path, clean: tuple[Path, float, Any],
     assert not diff_lakes(want, dump(home)), f"seed {seed}:\n{diff_lakes(want, dump(home))}"
     still = dump(home, ref="night1")
     assert not still, f"the branch is still on {sorted(still)}"
+
+
+def _committed(home: Path, table: str) -> bool:
+    """``table`` of the lake under ``home`` has a snapshot (a commit, not just its creation)."""
+    import json
+    import sqlite3
+
+    try:
+        loc = _metadata_locations(home).get(table)
+    except sqlite3.Error:  # no catalog yet
+        return False
+    if not loc:
+        return False
+    meta = json.loads(Path(loc.removeprefix("file:")).read_text())
+    return meta.get("current-snapshot-id") not in (None, -1)
+
+
+def _report(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    import json
+
+    line = next(ln for ln in reversed(done.stdout.splitlines()) if ln.startswith("{"))
+    return dict(json.loads(line))
+
+
+def test_validation_after_a_killed_load_reads_the_files_again(stream: Path,
+                                                              tmp_path: Path) -> None:
+    """A load SIGKILLed after its ``stream_facts`` commit and before its ``files`` rows
+    (which come last) leaves facts no finished load vouches for: validation must not take
+    them, but read every file again, and give the verdicts (observed values included) of a
+    validation that reads the files without the lake."""
+    import json
+
+    home = tmp_path / "lake"
+    proc = subprocess.Popen([*BINLAKE, "load", "--master", "local[2]", str(stream)],
+                            env=_env(home), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline \
+            and not _committed(home, "stream_facts"):
+        time.sleep(0.02)
+    assert proc.poll() is None, f"the load ended (exit {proc.returncode}) before the kill"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert _committed(home, "stream_facts")
+    assert not _committed(home, "files"), "the kill came after the files rows"
+    facts = dump(home).get("stream_facts")
+    assert facts, "the killed load's stream facts are not in the lake"
+
+    names = sorted(p.name for p in stream.iterdir() if p.is_file())
+    lake = run(home, "validate", "--json", "--master", "local[2]", str(stream))
+    alone = run(home, "validate", "--json", "--no-lake", "--master", "local[2]", str(stream))
+    got, want = _report(lake), _report(alone)
+    notes = next(r for r in got["results"]
+                 if r["expectation"] == "integrity.events_decode")["details"]
+    assert notes["facts_from_load"] == [] and notes["read_again"] == names, notes
+
+    def stream_results(report: dict[str, Any]) -> dict[str, tuple[bool, str]]:
+        return {r["expectation"]: (r["success"], json.dumps(r["observed"], sort_keys=True))
+                for r in report["results"] if r["family"] != "reconciliation"}
+
+    assert stream_results(got) == stream_results(want)
+    assert len(stream_results(got)) >= 10
