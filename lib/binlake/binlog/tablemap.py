@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import replace
 
+from .charsets import codec_of, decode_text
 from .columns import _NUMERIC, Column, TableMap, _resolve_meta
 from .constants import ColumnType as T
 from .context import DecodeContext
@@ -157,8 +158,9 @@ def _default_charset(data: bytes, count: int) -> list[int]:
     return out
 
 
-def _str_values(data: bytes) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
+def _str_values(data: bytes) -> list[tuple[bytes, ...]]:
+    """The member names of each ENUM (or SET) column, as logged: in the column's charset."""
+    out: list[tuple[bytes, ...]] = []
     p = 0
     while p < len(data):
         n, p = packed_len(data, p)
@@ -168,8 +170,20 @@ def _str_values(data: bytes) -> list[tuple[str, ...]]:
             need(data, p, ln)
             vals.append(bytes(data[p:p + ln]))
             p += ln
-        out.append(tuple(v.decode("utf-8", "backslashreplace") for v in vals))
+        out.append(tuple(vals))
     return out
+
+
+def _member_names(raw: tuple[bytes, ...], collation: int | None) -> tuple[str, ...]:
+    """ENUM/SET member names in the column's charset (the server converts a column's value
+    list to it: a latin1 ENUM logs 'café' as latin1 bytes), as its text values are read;
+    without a known charset, or bytes that do not decode in it, UTF-8 with \\xNN escapes."""
+    codec = codec_of(collation) if collation is not None else None
+    out = []
+    for v in raw:
+        text = decode_text(v, codec) if codec is not None else None
+        out.append(text if isinstance(text, str) else v.decode("utf-8", "backslashreplace"))
+    return tuple(out)
 
 
 def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, pos: int) -> None:
@@ -180,6 +194,7 @@ def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, po
     numeric = [c for c in cols if c.type in _NUMERIC or (c.type == T.YEAR and flavor == "mariadb")]
     character = [c for c in cols if _is_character(c, flavor)]
     enum_set = [c for c in cols if c.type in (T.ENUM, T.SET)]
+    raw_members: dict[int, tuple[Column, tuple[bytes, ...]]] = {}
     while p < len(body):
         ftype = body[p]
         flen, p = packed_len(body, p + 1)
@@ -213,8 +228,9 @@ def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, po
             tm.has_full_metadata = True
         elif ftype in (SET_STR_VALUE, ENUM_STR_VALUE):
             want = T.SET if ftype == SET_STR_VALUE else T.ENUM
+            # decoded below: their charset comes in a later field (ENUM_AND_SET_*_CHARSET)
             for c, members in zip([c for c in cols if c.type == want], _str_values(data)):
-                c.members = members
+                raw_members[id(c)] = (c, members)
         elif ftype == GEOMETRY_TYPE:
             geoms = [c for c in cols if c.type == T.GEOMETRY]
             for c, g in zip(geoms, _charset_list(data, len(geoms))):
@@ -233,6 +249,8 @@ def _optional_metadata(ctx: DecodeContext, tm: TableMap, body: bytes, p: int, po
             for c, d in zip(vecs, _charset_list(data, len(vecs))):
                 c.vector_dimensions = d
         # Unknown optional fields are skipped: the TLV length lets us.
+    for c, members in raw_members.values():
+        c.members = _member_names(members, c.collation)
     if p != len(body):
         raise CorruptEventError("Table_map optional metadata overruns the event", file=ctx.file,
                                 offset=pos + p, expected=len(body), actual=p)
