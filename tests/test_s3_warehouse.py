@@ -238,13 +238,89 @@ def test_session_conf_names_the_fileio_without_secrets(tmp_path: Path) -> None:
     assert catalog_conf(chosen)["spark.sql.catalog.binlake.io-impl"] == "x.Y"
 
 
-def test_fileio_operations(s3: S3, tmp_path: Path) -> None:
+class _Throttle:
+    """An HTTP proxy in front of the S3 endpoint that answers every ``every``-th request
+    with S3's throttling replies, 429 SlowDown and 503 SlowDown in turn, and forwards the
+    others (Host header kept: the signatures stay valid)."""
+
+    def __init__(self, target: str, every: int) -> None:
+        import http.client
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import urlsplit
+
+        self.faults: Counter[int] = Counter()
+        self.requests = 0
+        lock = threading.Lock()
+        up = urlsplit(target)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _any(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                with lock:
+                    outer.requests += 1
+                    k = outer.requests
+                if k % every == 0:
+                    status = 429 if (k // every) % 2 else 503
+                    outer.faults[status] += 1
+                    err = (b"<?xml version=\"1.0\"?><Error><Code>SlowDown</Code><Message>"
+                           b"Please reduce your request rate.</Message></Error>")
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(err)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(err)
+                    return
+                conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
+                try:
+                    conn.request(self.command, self.path, body=body,
+                                 headers={k: v for k, v in self.headers.items()})
+                    r = conn.getresponse()
+                    data = r.read()
+                    self.send_response(r.status)
+                    for k, v in r.getheaders():
+                        if k.lower() not in ("transfer-encoding", "connection",
+                                             "content-length"):
+                            self.send_header(k, v)
+                    # (a HEAD's Content-Length is the object's size, with no body)
+                    self.send_header("Content-Length", r.getheader("Content-Length", "0")
+                                     if self.command == "HEAD" else str(len(data)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(data)
+                finally:
+                    conn.close()
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = _any
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("throttled", [False, True], ids=["direct", "throttled"])
+def test_fileio_operations(s3: S3, tmp_path: Path, throttled: bool) -> None:
     """binlake's S3 FileIO on its own (tests/java/FileIOCheck.java), against the signing
     moto: a 9 MB object under a key with a space, '=', '+' and non-ASCII characters, written
     in pieces and read back at 200 random positions and lengths (byte reads, block reads
     across chunks, readFully, readTail); create() refuses an existing object; a missing one
     is NotFoundException / exists() false; a listing past one page (1,000 keys); deletePrefix;
-    deleteFile twice.  The bytes boto3 reads under that key are the bytes written."""
+    deleteFile twice.  The bytes boto3 reads under that key are the bytes written.
+    ``throttled``: the same through a proxy that answers every 25th request with S3's
+    throttling replies (429 and 503 SlowDown): every operation is retried and succeeds."""
     import hashlib
     import shutil
 
@@ -261,13 +337,22 @@ def test_fileio_operations(s3: S3, tmp_path: Path) -> None:
     subprocess.run([javac, "-nowarn", "-cp", cp, "-d", str(tmp_path), str(src)], check=True,
                    capture_output=True)
     client = s3.client()
+    prefix = "fio-throttled/" if throttled else "fio/"
     for i in range(1005):
-        client.put_object(Bucket=LAKE, Key=f"fio/many/{i:05d}", Body=b"abc")
-    env = {**_env(s3), "BINLAKE_S3_ENDPOINT_URL": s3.endpoint, "AWS_REGION": "us-east-1"}
-    done = subprocess.run([java, "-cp", f"{cp}:{tmp_path}", "FileIOCheck",
-                           f"s3://{LAKE}/fio/", "1005"], env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+        client.put_object(Bucket=LAKE, Key=f"{prefix}many/{i:05d}", Body=b"abc")
+    proxy = _Throttle(s3.endpoint, 25) if throttled else None
+    endpoint = proxy.endpoint if proxy is not None else s3.endpoint
+    env = {**_env(s3), "BINLAKE_S3_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1"}
+    try:
+        done = subprocess.run([java, "-cp", f"{cp}:{tmp_path}", "FileIOCheck",
+                               f"s3://{LAKE}/{prefix}", "1005"], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+    finally:
+        if proxy is not None:
+            proxy.close()
     assert done.returncode == 0, done.stderr[-3000:]
+    if proxy is not None:
+        assert proxy.faults[429] >= 10 and proxy.faults[503] >= 10, proxy.faults
     out = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
     assert out["create-again"] == "refused"
     assert out["length"] == f"{9 * 1024 * 1024 + 123} exists true"
@@ -278,10 +363,10 @@ def test_fileio_operations(s3: S3, tmp_path: Path) -> None:
     assert out["left-after-delete"] == "0"
     assert out["deleted-exists"] == "false"
     assert done.stdout.rstrip().endswith("done")
-    key = "fio/odd key/day=2024-01-01/a+b ü.bin"
+    key = f"{prefix}odd key/day=2024-01-01/a+b ü.bin"
     body = client.get_object(Bucket=LAKE, Key=key)["Body"].read()
     assert hashlib.sha256(body).hexdigest() == out["sha256"]
-    assert s3.keys(LAKE, "fio/") == [key]
+    assert s3.keys(LAKE, prefix) == [key]
 
 
 def test_scale_out_examples_parse_and_pick_the_bundle() -> None:

@@ -241,7 +241,7 @@ public class HttpS3FileIO implements SupportsPrefixOperations, SupportsBulkOpera
         try {
           HttpResponse<byte[]> r = http.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
           int s = r.statusCode();
-          if (s == 500 || s == 502 || s == 503 || s == 504) {
+          if (s == 429 || s == 500 || s == 502 || s == 503 || s == 504) {  // 429, 503: SlowDown
             last = new IOException(describe(method, bucket, key, r));
             continue;
           }
