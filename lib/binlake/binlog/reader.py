@@ -361,24 +361,30 @@ class BinlogReader:
         crc32 = zlib.crc32
         mv_of: bytes | None = None
         mv = memoryview(b"")
+        fde: FormatDescription | None = None
+        hl = crc_len = verify = 0
+        permutation: dict[int, int] | None = None
         while True:
-            fde = ctx.fde
-            hl = fde.header_length
-            crc_len = CHECKSUM_LEN if fde.has_checksum else 0
-            verify = self.verify and crc_len
+            if ctx.fde is not fde:  # (what the format says, looked up again only when it changes)
+                fde = ctx.fde
+                hl = fde.header_length
+                crc_len = CHECKSUM_LEN if fde.has_checksum else 0
+                verify = self.verify and crc_len
+                permutation = fde.type_permutation
             pos = b.base + b.i
             if stop is not None and pos >= stop:
                 return
-            if not b.ensure(hl):
+            if len(b.buf) - b.i < hl and not b.ensure(hl):
                 if b.available() == 0:
                     return
                 raise TruncatedError("file ends inside an event header", file=self.source,
                                      offset=pos, expected=f"{hl} header bytes",
                                      actual=b.available(), raw=b.buf[b.i:])
             ts, type_code, server_id, size, log_pos, flags = unpack_header(b.buf, b.i)
-            if fde.type_permutation is not None:
-                type_code = fde.type_permutation.get(type_code, type_code)
-            if size < hl + crc_len or size > MAX_EVENT_SIZE or not b.ensure(size):
+            if permutation is not None:
+                type_code = permutation.get(type_code, type_code)
+            if size < hl + crc_len or size > MAX_EVENT_SIZE or (
+                    len(b.buf) - b.i < size and not b.ensure(size)):
                 self._check_size(b, pos, size, hl + crc_len)
             buf = b.buf
             if buf is not mv_of:

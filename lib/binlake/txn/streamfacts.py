@@ -87,6 +87,8 @@ _FDE = frozenset({E.FORMAT_DESCRIPTION, E.START_V3})
 _NOTED = frozenset({E.GTID, E.GTID_TAGGED, E.MARIADB_GTID, E.PREVIOUS_GTIDS,
                     E.MARIADB_GTID_LIST, E.XID, E.QUERY, E.QUERY_COMPRESSED})
 _U64 = 1 << 64
+# (globals: an Enum member looked up on its class costs about 0.1 us; event() runs per event)
+_ROTATE, _STOP, _MARIADB_GTID = E.ROTATE, E.STOP, E.MARIADB_GTID
 
 
 def signed64(v: int) -> int:
@@ -231,12 +233,12 @@ class RangeFacts:
             info.last_timestamp = ts
         d = ev.data
         if ev.payload_index is None:
-            if t == E.ROTATE:
+            if t == _ROTATE:
                 info.ends_with = ev.type
                 self.rotate_next = str(d.get("next_file") or "").replace("\\", "/") \
                     .rsplit("/", 1)[-1]
             else:
-                info.ends_with = ev.type if t == E.STOP else None
+                info.ends_with = ev.type if t == _STOP else None
                 self.rotate_next = None
             if self.first_pos is None and t not in _FDE:
                 self.first_pos = ev.pos
@@ -260,7 +262,7 @@ class RangeFacts:
                           {"payload_index": ev.payload_index}).decode())
         if t not in _NOTED:
             return
-        if t == E.MARIADB_GTID:
+        if t == _MARIADB_GTID:
             sq = d.get("seq_no")
             if isinstance(sq, int):
                 self.last_per_server[(d["domain_id"], ev.server_id)] = sq
