@@ -30,7 +30,7 @@ from ..txn.build import FileInfo, GroupBuilder, XaMarker, assign_order, note_eve
 from ..txn.engines import EngineTracker
 from ..txn.model import XA_PREPARED, RowChange, Transaction
 from ..txn.spill import SpilledChanges
-from ..txn.streamfacts import FACT_NAMES, RangeFacts, op_counts
+from ..txn.streamfacts import FACT_NAMES, RangeFacts
 from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
 
 # record kinds
@@ -52,6 +52,7 @@ STATEMENT_INLINE = 1024
 
 _OPTS = orjson.OPT_PASSTHROUGH_SUBCLASS
 _STATEMENT_EVENTS = frozenset({E.ANNOTATE_ROWS, E.ROWS_QUERY})
+_FDE, _TABLE_MAP = E.FORMAT_DESCRIPTION, E.TABLE_MAP  # (a global: cheaper than E.X)
 
 
 def _json(v: Any) -> str | None:
@@ -103,16 +104,62 @@ def change_record(t: Transaction, c: RowChange, pk: list[str] | None,
 
 
 def change_tuple(c: RowChange, gtid: str | None, txn_id: str, commit_us: int | None,
-                 pk: list[str] | None, utf8: dict[int, list[Any]] | None = None
-                 ) -> tuple[Any, ...]:
-    """The hot path of :func:`change_record`: the values in CHANGE_FIELDS order.  ``utf8``:
-    see :func:`_statement_value`."""
-    order = c.order or (None, None, None)
-    st = c.statement
+                 pk: list[str] | None, statement: str | bytes | None) -> tuple[Any, ...]:
+    """The hot path of :func:`change_record`: the values in CHANGE_FIELDS order.
+    ``statement``: the change's statement as :func:`_statement_value` gives it (inline),
+    which the rows of one statement share."""
+    order = c.order or _NO_ORDER
+    before, after = c.before, c.after
     return (txn_id, gtid, order[0], order[1], order[2], commit_us, c.db, c.table, c.op,
-            _json(c.before), _json(c.after), _pk(c, pk) if pk else None,
-            _statement_value(st, utf8, True), c.statement_pos, c.file, c.pos, c.row,
+            None if before is None else _dumps(before, _render_default, _OPTS).decode(),
+            None if after is None else _dumps(after, _render_default, _OPTS).decode(),
+            _pk(c, pk) if pk else None, statement, c.statement_pos, c.file, c.pos, c.row,
             c.payload_index, c.statement_payload_index)
+
+
+_NO_ORDER = (None, None, None)
+_dumps = orjson.dumps
+_OPS = {"insert": 0, "update": 1, "delete": 2}  # op_counts' order
+
+
+def _change_records(out: list[tuple[str, Any]], changes: Iterable[RowChange],
+                    gtid: str | None, txn_id: str, commit_us: int | None,
+                    pks: dict[tuple[str, str], list[str] | None],
+                    utf8: dict[int, list[Any]] | None, counts: dict[str, dict[str, int]],
+                    total: list[int]) -> int:
+    """Append a CHANGE record for each change of ``changes`` that took effect, and count
+    them in the same pass: per table in ``counts`` (as ``Transaction.row_counts``), per
+    operation in ``total`` (as :func:`~binlake.txn.streamfacts.op_counts`).  Returns how
+    many."""
+    append = out.append
+    per_table: dict[tuple[str, str], list[int]] = {}  # (db, table) -> per operation
+    n = 0
+    last_st: Any = None  # the rows of one statement come together: its value, once
+    last_value: str | bytes | None = None
+    for c in changes:
+        if not c.applied:
+            continue
+        n += 1
+        k = _OPS[c.op]
+        total[k] += 1
+        if not c.transactional:
+            total[3 + k] += 1
+        key = (c.db, c.table)
+        t = per_table.get(key)
+        if t is None:
+            t = per_table[key] = [0, 0, 0]
+        t[k] += 1
+        st = c.statement
+        if st is not last_st:
+            last_st = st
+            last_value = None if st is None else _statement_value(st, utf8, True)
+        append((CHANGE, change_tuple(c, gtid, txn_id, commit_us, pks.get(key), last_value)))
+    for (db, table), t in per_table.items():
+        d = counts.setdefault(f"{db}.{table}", {"insert": 0, "update": 0, "delete": 0})
+        d["insert"] += t[0]
+        d["update"] += t[1]
+        d["delete"] += t[2]
+    return n
 
 
 def _statement_value(text: str | None, utf8: dict[int, list[Any]] | None,
@@ -365,37 +412,45 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
             out.clear()
             kept.extend(flush(batch))
 
+    # (bound once: these run for every event)
+    stream_event, feed, append = stream.event, builder.feed, out.append
+    tms: dict[tuple[str, str], Any] = {}  # the Table_map each key of pks comes from
     try:
         for ev in reader:
             if not fde_noted and reader.fde is not None:
                 builder.note_format(reader.fde.server_version, reader.fde.flavor)
                 fde_noted = True
-            stream.event(ev)
-            if ev.type_code == E.FORMAT_DESCRIPTION and ev.pos == 4:
+            stream_event(ev)
+            code = ev.type_code
+            if code == _FDE and ev.pos == 4:
                 facts.events += 1
                 continue  # the reader yields it only when a range starts at 4
             note_event(facts, ev)
             if ev.error is not None:
-                out.append((FINDING, {"kind": ev.error.kind, "file": task.file,
-                                      "pos": ev.pos, "message": str(ev.error)}))
+                append((FINDING, {"kind": ev.error.kind, "file": task.file,
+                                  "pos": ev.pos, "message": str(ev.error)}))
                 if info["error"] is None:  # a damaged event fails its file (nothing lands)
                     info["error"] = str(ev.error)
                     info["error_offset"] = ev.error.offset
                     info["error_kind"] = ev.error.kind
-            if ev.type_code in _STATEMENT_EVENTS:
+            if code in _STATEMENT_EVENTS:
                 raw = ev.data.get("_utf8")
                 if raw is not None:
                     if len(utf8) >= _UTF8_CACHE:  # a cache: bounded, whatever the range
                         utf8.clear()
                     text = ev.data["query"]
                     utf8[id(text)] = [text, raw, None]
-            elif ev.type_code == E.TABLE_MAP:
+            elif code == _TABLE_MAP:
                 tm = ev.data.get("_table_map")
                 if tm is not None:
                     key = (tm.db, tm.table)
-                    names = tm.column_names
-                    pks[key] = [names[i] for i in tm.primary_key] if tm.primary_key else None
-            for item in builder.feed(ev):
+                    # (the reader gives the same TableMap object for the same Table_map)
+                    if tms.get(key) is not tm:
+                        tms[key] = tm
+                        names = tm.column_names
+                        pks[key] = ([names[i] for i in tm.primary_key] if tm.primary_key
+                                    else None)
+            for item in feed(ev):
                 # a decided transaction's counts come from _emit (its changes may be gone
                 # after); an XA PREPARE's changes stay, the facts count them
                 stream.group(item, counts=_emit(out, item, pks, info, statements_seen, utf8,
@@ -498,23 +553,15 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
     txn_id = item.id
     gtid = item.gtid
     commit_us = _commit_us(item)
-    n = 0
     changes = item.changes
+    counts: dict[str, dict[str, int]] = {}
+    total = [0] * 6
     if isinstance(changes, SpilledChanges) and flush_out is not None:
         changes.spill_tail()  # so that one chunk at a time is in memory
-        counts: dict[str, dict[str, int]] = {}
-        total = [0] * 6
+        n = 0
         for chunk in changes.chunks():
             _statements(out, chunk, statements_seen, utf8)
-            total = [a + b for a, b in zip(total, op_counts(chunk))]
-            for c in chunk:
-                if c.applied:
-                    n += 1
-                    t = counts.setdefault(f"{c.db}.{c.table}",
-                                          {"insert": 0, "update": 0, "delete": 0})
-                    t[c.op] += 1
-                    out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,
-                                                     pks.get((c.db, c.table)), utf8)))
+            n += _change_records(out, chunk, gtid, txn_id, commit_us, pks, utf8, counts, total)
             chunk.clear()
             flush_out()
         changes.close()
@@ -522,14 +569,12 @@ def _emit(out: list[tuple[str, Any]], item: Transaction | XaMarker,
         info["rows"] += n
         return tuple(total)
     _statements(out, changes, statements_seen, utf8)
-    out.append((TXN, txn_record(item)))
-    for c in changes:
-        if c.applied:
-            n += 1
-            out.append((CHANGE, change_tuple(c, gtid, txn_id, commit_us,
-                                             pks.get((c.db, c.table)), utf8)))
-    info["rows"] += n
-    return op_counts(changes)
+    at = len(out)
+    out.append((TXN, None))  # its record once the changes are counted, before them
+    info["rows"] += _change_records(out, changes, gtid, txn_id, commit_us, pks, utf8, counts,
+                                    total)
+    out[at] = (TXN, txn_record(item, counts))
+    return tuple(total)
 
 
 # -- Arrow transport (mapInArrow): records leave Python as columnar batches ------------------
