@@ -14,6 +14,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, cast
 
 import orjson
@@ -724,10 +725,11 @@ class DataSink:
                         if transform == "day" else pvals)
         groups = _partition_groups(keys, n)
         if len(groups) > 1:
-            # the rows in partition order, as Python lists (cheaper than Arrow takes of the
-            # converted columns, which copy every string): each partition is then a slice
-            order = [i for rows in groups.values() for i in rows]
-            columns = {c: [vals[i] for i in order] for c, vals in columns.items()
+            # the rows in partition order, as Python sequences (cheaper than Arrow takes of
+            # the converted columns, which copy every string): each partition is then a
+            # slice; itemgetter picks them in C
+            pick = itemgetter(*(i for rows in groups.values() for i in rows))
+            columns = {c: pick(vals) for c, vals in columns.items()
                        if c in out_t.schema.names}
         arrays = []
         for f in out_t.schema:
@@ -934,8 +936,13 @@ def _partition_groups(keys: list[list[Any]], n: int) -> dict[tuple[Any, ...], li
     if not keys:
         return {(): list(range(n))}
     groups: dict[tuple[Any, ...], list[int]] = {}
+    get = groups.get
     for i, key in enumerate(zip(*keys)):
-        groups.setdefault(key, []).append(i)
+        rows = get(key)
+        if rows is None:
+            groups[key] = [i]
+        else:
+            rows.append(i)
     return groups
 
 
@@ -945,15 +952,20 @@ def _safe(name: str) -> str:
 
 def _columns(recs: list[dict[str, Any]], schema: Any, rename: dict[str, str],
              scale: dict[str, int]) -> dict[str, list[Any]]:
-    cols = {}
-    for name in schema.names:
-        if name in ("source", "run_id"):
-            continue
-        key = rename.get(name, name)
-        vals = [r.get(key) for r in recs]
-        if name in scale:
-            vals = [None if v is None else v * scale[name] for v in vals]
-        cols[name] = vals
+    names = [n for n in schema.names if n not in ("source", "run_id")]
+    keys = [rename.get(n, n) for n in names]
+    columns: Iterable[Any] | None = None
+    try:  # every record has every key (the usual case): all columns in one transposition
+        if len(keys) > 1:
+            columns = zip(*map(itemgetter(*keys), recs))
+    except KeyError:
+        pass
+    if columns is None:
+        columns = ([r.get(k) for r in recs] for k in keys)
+    cols: dict[str, Any] = {}
+    for name, vals in zip(names, columns):
+        cols[name] = ([None if v is None else v * scale[name] for v in vals]
+                      if name in scale else vals)
     return cols
 
 

@@ -36,6 +36,7 @@ import struct
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -448,11 +449,21 @@ class Converter:
                 del texts
                 missing = False
                 got: dict[int, Any] = {}
-                for s, i, kind, sql, col_sql in conv_cols:
-                    vals = [img.get(s, _MISSING) for img in imgs]
-                    if _MISSING in vals:
-                        missing = True
-                        vals = [None if v is _MISSING else v for v in vals]
+                columns: list[Any] | None = None
+                if len(conv_cols) > 1:
+                    try:  # every image has every column (the usual case): transposed in C
+                        columns = list(zip(*map(itemgetter(*(c[0] for c in conv_cols)),
+                                                imgs)))
+                    except KeyError:
+                        columns = None
+                for k, (s, i, kind, sql, col_sql) in enumerate(conv_cols):
+                    if columns is not None:
+                        vals = list(columns[k])
+                    else:
+                        vals = [img.get(s, _MISSING) for img in imgs]
+                        if _MISSING in vals:
+                            missing = True
+                            vals = [None if v is _MISSING else v for v in vals]
                     got[i] = _arrow_column(kind, sql, col_sql, vals, col_types[i])
                 # the images' shapes: full (the usual case) or not
                 nsrc = len(src_set)
