@@ -52,18 +52,27 @@ def note_event(info: FileInfo, ev: Event) -> None:
     """Fold one event into a file's facts (count, FDE, first/last timestamp and GTID, what
     the file ends with).  Shared by the transaction stream and the lake's byte ranges."""
     info.events += 1
-    if ev.type_code == E.FORMAT_DESCRIPTION and info.server_version is None:
+    code = ev.type_code
+    if code == _FDE and info.server_version is None:
         info.server_version = ev.data.get("server_version")
         info.flavor = ev.data.get("flavor")
         info.checksum_alg = ev.data.get("checksum_alg")
         info.in_use = ev.data.get("in_use")
-    if ev.timestamp:
+    ts = ev.timestamp
+    if ts:
         if info.first_timestamp is None:
-            info.first_timestamp = ev.timestamp
-        info.last_timestamp = ev.timestamp
-    if ev.type_code in GTID_EVENTS and ev.data.get("gtid"):
-        if info.first_gtid is None:
-            info.first_gtid = ev.data["gtid"]
-        info.last_gtid = ev.data["gtid"]
+            info.first_timestamp = ts
+        info.last_timestamp = ts
+    if code in GTID_EVENTS:
+        gtid = ev.data.get("gtid")
+        if gtid:
+            if info.first_gtid is None:
+                info.first_gtid = gtid
+            info.last_gtid = gtid
     if ev.payload_index is None:
-        info.ends_with = ev.type if ev.type_code in (E.ROTATE, E.STOP) else None
+        info.ends_with = ev.type if code in _ENDS else None
+
+
+# (globals: an Enum member looked up on its class costs about 0.1 us; this runs per event)
+_FDE = E.FORMAT_DESCRIPTION
+_ENDS = frozenset({E.ROTATE, E.STOP})
