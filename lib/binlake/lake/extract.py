@@ -85,7 +85,10 @@ def _pk(change: RowChange, pk: list[str] | None) -> str | None:
     if img is None:
         return None
     try:
-        return _json({k: img[k] for k in pk})
+        if len(pk) == 1:  # (the usual key: no comprehension)
+            k = pk[0]
+            return _dumps({k: img[k]}, _render_default, _OPTS).decode()
+        return _dumps({k: img[k] for k in pk}, _render_default, _OPTS).decode()
     except KeyError:  # a MINIMAL image without the key columns
         return None
 
@@ -502,16 +505,22 @@ def _statements(out: list[tuple[str, Any]], changes: list[RowChange],
     position), its index there.  A statement's changes come one after the other (its rows
     events are logged together), so ``seen`` forgets all but the newest key past
     _SEEN_MAX keys: a transaction of millions of statements does not grow it."""
+    last_pos = last_pidx = None  # the key just handled (in ``seen`` now): its next rows
     for c in changes:
-        if c.statement_pos is not None and c.statement is not None:
-            key = (c.statement_pos, c.statement_payload_index)
+        pos = c.statement_pos
+        if pos is not None and c.statement is not None:
+            pidx = c.statement_payload_index
+            if pos == last_pos and pidx == last_pidx:
+                continue
+            last_pos, last_pidx = pos, pidx
+            key = (pos, pidx)
             if key in seen:
                 continue
             if len(seen) >= _SEEN_MAX:
                 seen.clear()
             seen.add(key)
-            out.append((STATEMENT, {"file": c.file, "statement_pos": c.statement_pos,
-                                    "payload_index": c.statement_payload_index,
+            out.append((STATEMENT, {"file": c.file, "statement_pos": pos,
+                                    "payload_index": pidx,
                                     "statement": _statement_value(c.statement, utf8, False)}))
 
 

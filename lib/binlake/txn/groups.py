@@ -324,10 +324,12 @@ class GroupBuilder:
             op = op_of(code)
             transactional = self.engines.transactional(name)
             pidx = ev.payload_index
+            # (what every row of the event shares, looked up once)
+            append, file, pos = g.changes.append, ev.file, ev.pos
+            st, st_pos, st_pidx = g.statement, g.statement_pos, g.statement_pidx
             for i, (before, after) in enumerate(d.get("rows") or ()):
-                g.changes.append(RowChange(db, table, op, before, after, ev.file, ev.pos, i,
-                                           g.statement, True, None, transactional,
-                                           g.statement_pos, pidx, g.statement_pidx))
+                append(RowChange(db, table, op, before, after, file, pos, i, st, True, None,
+                                 transactional, st_pos, pidx, st_pidx))
             if self.spill_bytes is not None:
                 g.held += ev.length
                 if g.held >= self.spill_bytes or len(g.changes) >= self.spill_rows:
