@@ -60,6 +60,10 @@ TRANSITIONS: dict[Boundary, frozenset[Boundary]] = {
     _B.END: frozenset({_B.START, _B.INSIDE}),
 }
 
+# (globals: an Enum member looked up on its class costs about 0.1 us; feed runs per event)
+_IGNORE = Boundary.IGNORE
+_IN_GROUP = frozenset({Boundary.START, Boundary.INSIDE})
+
 IGNORED_EVENTS = frozenset({E.FORMAT_DESCRIPTION, E.ROTATE, E.HEARTBEAT, E.HEARTBEAT_V2,
                             E.IGNORABLE, E.TRANSACTION_PAYLOAD})
 SELF_EVENTS = frozenset({E.STOP, E.PREVIOUS_GTIDS, E.INCIDENT, E.START_V3,
@@ -115,7 +119,7 @@ class BoundaryParser:
         self.state = Boundary.NOT_DEFINED
 
     def feed(self, b: Boundary) -> tuple[Boundary, Boundary] | None:
-        if b == Boundary.IGNORE:
+        if b == _IGNORE:
             return None
         if self.state in TRANSITIONS[b]:
             self.state = b
@@ -128,7 +132,7 @@ class BoundaryParser:
 
     @property
     def in_group(self) -> bool:
-        return self.state in (Boundary.START, Boundary.INSIDE)
+        return self.state in _IN_GROUP
 
 
 def describe(transition: tuple[Boundary, Boundary]) -> str:
