@@ -172,9 +172,13 @@ def _statement_value(text: str | None, utf8: dict[int, list[Any]] | None,
     ``inline``): as UTF-8 bytes when ``utf8`` (text id -> [text, its logged UTF-8 bytes,
     the cut's bytes or None], from the events' ``_utf8``) knows this very text object, else
     as text.  Arrow takes UTF-8 bytes as a string after checking them, without encoding
-    the text again; a cut shared by the rows of one long statement is encoded once."""
+    the text again; a cut shared by the rows of one long statement is encoded once.  An
+    ASCII text stays text: its characters are its UTF-8 already, which Arrow reads in place
+    (about twice as fast as checking the bytes)."""
     if text is None:
         return None
+    if text.isascii() and (not inline or len(text) <= STATEMENT_INLINE):
+        return text
     if utf8:
         known = utf8.get(id(text))
         if known is not None and known[0] is text:
@@ -439,7 +443,7 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                     info["error_kind"] = ev.error.kind
             if code in _STATEMENT_EVENTS:
                 raw = ev.data.get("_utf8")
-                if raw is not None:
+                if raw is not None and not ev.data["query"].isascii():  # (see _statement_value)
                     if len(utf8) >= _UTF8_CACHE:  # a cache: bounded, whatever the range
                         utf8.clear()
                     text = ev.data["query"]
