@@ -48,17 +48,14 @@ sys.path.insert(0, str(ROOT / "lib"))
 PROF_DIR = ""  # set in main(); read by the wrapped executor functions (pickled by value)
 
 
-def profiled_decode(batches: Any, sink: Any, history: Any = None) -> Iterator[Any]:
-    """``extract.decode_tasks_arrow`` under cProfile, only while it runs (not while the
-    batches it yields are serialized to the JVM); one profile file per task."""
+def _profiled_batches(gen: Iterator[Any], kind: str) -> Iterator[Any]:
+    """The batches of an executor's generator, under cProfile only while it makes them (not
+    while they are serialized to the JVM); the profile goes to ``{kind}-*.prof``."""
     import cProfile as cp
     import os as _os
     import time as _time
 
-    from binlake.lake import extract
-
     prof = cp.Profile()
-    gen = extract.decode_tasks_arrow(batches, sink, history)
     while True:
         prof.enable()
         try:
@@ -68,7 +65,14 @@ def profiled_decode(batches: Any, sink: Any, history: Any = None) -> Iterator[An
             break
         prof.disable()
         yield batch
-    prof.dump_stats(_os.path.join(PROF_DIR, f"exec-{_os.getpid()}-{_time.time_ns()}.prof"))
+    prof.dump_stats(_os.path.join(PROF_DIR, f"{kind}-{_os.getpid()}-{_time.time_ns()}.prof"))
+
+
+def profiled_decode(batches: Any, sink: Any, history: Any = None) -> Iterator[Any]:
+    """``extract.decode_tasks_arrow`` under cProfile; one profile file per task."""
+    from binlake.lake import extract
+
+    yield from _profiled_batches(extract.decode_tasks_arrow(batches, sink, history), "exec")
 
 
 def profiled_survey(uri: str, split_bytes: int) -> dict[str, Any]:
@@ -92,26 +96,8 @@ ORIGINAL_SURVEY: Any = None
 
 def profiled_decide(batches: Any, sink: Any) -> Iterator[Any]:
     """``job.decide_xa_arrow`` (the XAs decided in the run, written by the executors) under
-    cProfile, as :func:`profiled_decode`; one profile file per task."""
-    import cProfile as cp
-    import os as _os
-    import time as _time
-
-    from binlake.lake import job
-
-    prof = cp.Profile()
-    gen = ORIGINAL_DECIDE(batches, sink)
-    while True:
-        prof.enable()
-        try:
-            batch = next(gen)
-        except StopIteration:
-            prof.disable()
-            break
-        prof.disable()
-        yield batch
-    del job
-    prof.dump_stats(_os.path.join(PROF_DIR, f"decide-{_os.getpid()}-{_time.time_ns()}.prof"))
+    cProfile; one profile file per task."""
+    yield from _profiled_batches(ORIGINAL_DECIDE(batches, sink), "decide")
 
 
 ORIGINAL_DECIDE: Any = None

@@ -46,22 +46,13 @@ from binlake.lake import extract as X  # noqa: E402
 from binlake.lake import tables as T  # noqa: E402
 from binlake.lake.typedconv import file_seq  # noqa: E402
 
-_SIMPLE = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
-           "boolean": pa.bool_(), "double": pa.float64(), "float": pa.float32(),
-           "date": pa.date32(), "binary": pa.binary(),
-           "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us")}
-
 
 def arrow_type(sql: str) -> Any:
     """A Spark SQL type name as the Arrow type Spark's ``to_arrow_schema`` gives."""
-    sql = sql.strip().lower()
-    m = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", sql)
-    if m:
-        return pa.decimal128(int(m.group(1)), int(m.group(2)))
-    m = re.fullmatch(r"array<(.+)>", sql)
-    if m:
-        return pa.list_(arrow_type(m.group(1)))
-    return _SIMPLE[sql]
+    import pyspark.sql.types as st
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(_spark_type(st, sql))
 
 
 def split_fields(ddl: str) -> list[tuple[str, str]]:
