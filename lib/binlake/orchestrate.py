@@ -463,11 +463,16 @@ def _validate_json(argv: Sequence[str]) -> int:
     p.add_argument("--branch")
     a = p.parse_args(argv)
     import importlib
+    import threading
 
-    quality: Any = importlib.import_module("binlake.quality")  # built in parallel (gx)
-
+    quality: Any = importlib.import_module("binlake.quality")
+    # Great Expectations takes seconds to import: import it while the JVM starts
+    gx = threading.Thread(target=importlib.import_module, args=("binlake.quality.run",),
+                          daemon=True)
+    gx.start()
     settings = load_settings()
     spark = build_session(settings, app_name="binlake-validate", master=a.master)
+    gx.join()
     report = quality.validate(spark, settings, a.sources, run_id=a.run_id, branch=a.branch)
     d = dict(report.to_dict())
     d["success"] = bool(report.success)

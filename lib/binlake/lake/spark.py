@@ -280,6 +280,7 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "4")
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.driver.memory", settings.spark_driver_memory)
          .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
     jars = [] if submitted else jars_for(settings)
@@ -332,3 +333,40 @@ def pyiceberg_catalog(settings: Settings) -> Any:
         props["s3.endpoint"] = settings.s3_endpoint_url
     props.update(settings.catalog_properties)
     return load_catalog(settings.catalog_name, **props)
+
+
+# -- small driver-side tables ----------------------------------------------------------------
+
+_INT_DTYPES: dict[Any, Any] = {}
+
+
+def local_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
+    """``rows`` (tuples in ``schema``'s order) as a DataFrame held in the query plan (a
+    LocalRelation, through Arrow), which Spark reads without a Python worker.
+
+    ``spark.createDataFrame(rows)`` makes a Python RDD instead: every query on it starts
+    Python workers to unpickle the rows again (0.3-2 s a query, for a handful of rows).
+    For the driver's small tables: files, findings, validation results.  Values are typed by
+    ``schema`` exactly (64-bit integers, decimals, NULLs, arrays: no pandas float detour)."""
+    import pandas as pd
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string  # as createDataFrame
+
+    struct = _parse_datatype_string(schema)
+    if not isinstance(struct, StructType):
+        raise ValueError(f"local_frame: {schema!r} is not a row schema")
+    if not _INT_DTYPES:
+        _INT_DTYPES.update({pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+                            pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+                            pa.bool_(): pd.BooleanDtype()})
+    arrow = to_arrow_schema(struct)
+    cols = list(zip(*rows)) if rows else [() for _ in arrow]
+    if len(cols) != len(arrow):
+        raise ValueError(f"local_frame: rows have {len(cols)} values, the schema "
+                         f"{len(arrow)} columns")
+    table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(cols, arrow)],
+                     schema=arrow)
+    if spark.conf.get("spark.sql.execution.arrow.pyspark.enabled", "false") != "true":
+        spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    return spark.createDataFrame(table.to_pandas(types_mapper=_INT_DTYPES.get), struct)

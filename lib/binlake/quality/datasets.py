@@ -18,6 +18,7 @@ import orjson
 
 from ..config import Settings
 from ..lake.extract import engine_seeds
+from ..lake.spark import local_frame
 from ..txn.files import BinlogFile
 from ..txn.gtidset import IntervalSet
 from ..txn.streamfacts import op_counts
@@ -197,7 +198,10 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     records = parts[0]
     for p in parts[1:]:
         records = records.unionByName(p)
-    records = records.persist(StorageLevel.MEMORY_AND_DISK)
+    if todo:  # files decoded here: decode once, whatever the datasets read of them
+        records = records.persist(StorageLevel.MEMORY_AND_DISK)
+    # (facts from the lake are not cached whole: each dataset reads its own columns of the
+    # Parquet files, and is cached itself by the caller, which is several times cheaper)
     kind = F.col("kind")
 
     # files: the ranges' rows merged on the driver (a few per file)
@@ -223,8 +227,8 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
         derived += X.range_findings(f.name, ms)
     expected_headers(file_rows)
     files_schema = X.FILE_SCHEMA + ", gtid_header STRING, expected_gtid_header STRING"
-    files_df = spark.createDataFrame(
-        [tuple(r[c.strip().split(" ")[0].strip("`")] for c in files_schema.split(","))
+    files_df = local_frame(
+        spark, [tuple(r[c.strip().split(" ")[0].strip("`")] for c in files_schema.split(","))
          for r in file_rows], files_schema)
     run_last_ts = max((r["last_ts"] for r in file_rows if r["last_ts"]), default=None)
 
@@ -251,8 +255,8 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
                        "recovery cannot tell the two apart")).alias("message"))
     findings = findings.unionByName(dup)
     if derived:
-        findings = findings.unionByName(spark.createDataFrame(
-            [tuple(d[c] for c in ("kind", "severity", "file", "pos", "detail", "message"))
+        findings = findings.unionByName(local_frame(
+            spark, [tuple(d[c] for c in ("kind", "severity", "file", "pos", "detail", "message"))
              for d in derived], X.FINDING_SCHEMA))
     groups = records.where(kind == "group").select(
         "file", "seq", F.col("pos").alias("begin_pos"), "end_pos", "record",
@@ -260,7 +264,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
         "inserts", "updates", "deletes", "nt_inserts", "nt_updates", "nt_deletes") \
         .withColumn("origin", F.lit("run"))
     if lake_groups:
-        groups = groups.unionByName(spark.createDataFrame(lake_groups, X.GROUP_SCHEMA)
+        groups = groups.unionByName(local_frame(spark, lake_groups, X.GROUP_SCHEMA)
                                     .withColumn("origin", F.lit("lake")))
     groups = groups.withColumn("run_last_ts", F.lit(run_last_ts).cast("bigint"))
     gt = records.where(kind == "gtid")
@@ -277,7 +281,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     gtids = mysql.unionByName(maria)
     header = _header_gtid_rows(file_rows[0]) if file_rows else []
     if header:
-        gtids = gtids.unionByName(spark.createDataFrame(header, GTIDS_SCHEMA))
+        gtids = gtids.unionByName(local_frame(spark, header, GTIDS_SCHEMA))
     recorded = [r["file"] for r in file_rows if r["recorded_sha256"]]
     checked = sum(sum(m["checksums"].values()) for ms in metas.values() for _, m in ms)
     notes = {
@@ -362,7 +366,7 @@ def build_reconciliation(spark: Any, settings: Settings, stream: StreamData, rea
     expected = expected.where(~F.col("order_seq").isin(skip))
     rc = read(ROW_CHANGES)
     if rc is None:
-        actual = spark.createDataFrame([], "order_seq INT, order_pos BIGINT, i BIGINT, "
+        actual = local_frame(spark, [], "order_seq INT, order_pos BIGINT, i BIGINT, "
                                            "u BIGINT, d BIGINT")
     else:
         actual = rc.where((F.col("source") == settings.source) & F.col("order_seq").isin(seqs)
@@ -394,7 +398,7 @@ def _mirrors(spark: Any, settings: Settings, read: Any, rc: Any, src: str) -> An
 
     schema = "table STRING, expected STRING, actual STRING"
     if rc is None:
-        return spark.createDataFrame([], schema)
+        return local_frame(spark, [], schema)
     per_table = rc.where(F.col("source") == settings.source).groupBy("db", "tbl").agg(
         (F.count_if(F.col("op") == "insert") - F.count_if(F.col("op") == "delete"))
         .alias("n")).collect()
@@ -406,4 +410,4 @@ def _mirrors(spark: Any, settings: Settings, read: Any, rc: Any, src: str) -> An
             continue
         n = m.where(F.col("_source") == settings.source).count()
         rows.append((f"{r['db']}.{r['tbl']}", str(r["n"]), str(n)))
-    return spark.createDataFrame(rows, schema)
+    return local_frame(spark, rows, schema)
