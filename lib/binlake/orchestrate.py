@@ -415,9 +415,16 @@ def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = 
     :func:`aws_env`, which reads the archived objects).  Raises :class:`ValidationFailed`."""
     result: dict[str, Any] = {"run_id": plan_["run_id"], "branch": plan_.get("branch"),
                               "files": len(plan_["names"])}
-    problems = files_gate(settings, plan_)
+    # the suite's process starts first: its JVM and imports overlap the gate's catalog read
+    suite = _start_quality(settings, plan_, master or settings.spark_master, env)
+    try:
+        problems = files_gate(settings, plan_)
+    except BaseException:
+        suite.kill()
+        suite.wait()
+        raise
     result["files_gate"] = "passed" if not problems else "failed"
-    gx = _run_quality(settings, plan_, master or settings.spark_master, env)
+    gx = _quality_result(suite)
     result["great_expectations"] = gx
     if not gx.get("success"):
         problems.append("Great Expectations suite failed: " + ", ".join(
@@ -430,21 +437,26 @@ def validate(settings: Settings, plan_: dict[str, Any], *, master: str | None = 
     return result
 
 
-def _run_quality(settings: Settings, plan_: dict[str, Any], master: str,
-                 extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+def _start_quality(settings: Settings, plan_: dict[str, Any], master: str,
+                   extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "binlake.orchestrate", "validate-json", "--master", master,
            "--run-id", plan_["run_id"]]
     if plan_.get("branch"):
         cmd += ["--branch", plan_["branch"]]
     env = {**os.environ, **(extra_env or {}), "BINLAKE_SOURCE": settings.source}
-    res = subprocess.run([*cmd, *plan_["files"]], capture_output=True, text=True, env=env,
-                         check=False)
-    last = (res.stdout.strip().splitlines() or [""])[-1]
+    return subprocess.Popen([*cmd, *plan_["files"]], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                            env=env)
+
+
+def _quality_result(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    stdout, stderr = proc.communicate()
+    last = (stdout.strip().splitlines() or [""])[-1]
     try:
         out: dict[str, Any] = json.loads(last)
     except ValueError:
-        out = {"success": False, "error": f"validation crashed (exit {res.returncode}): "
-               f"{res.stderr.strip()[-1500:]}"}
+        out = {"success": False, "error": f"validation crashed (exit {proc.returncode}): "
+               f"{stderr.strip()[-1500:]}"}
     return out
 
 
