@@ -10,8 +10,8 @@ temporary BINLAKE_HOME) of the given binlog files, with
   thread's waits);
 * each executor task's function under cProfile, as the executor calls it:
   ``lake/extract.py``'s ``decode_tasks_arrow`` (one transaction-aligned range per task row:
-  decode, transaction layer, Parquet and typed writes), ``lake/job.py``'s ``_survey`` and
-  ``decide_xa_arrow`` (the XAs decided in the run); each task writes ``exec-*.prof`` /
+  decode, transaction layer, Parquet and typed writes), ``lake/discover.py``'s ``_survey``
+  and ``lake/xa.py``'s ``decide_xa_arrow`` (the XAs decided in the run); each task writes ``exec-*.prof`` /
   ``survey-*.prof`` / ``decide-*.prof``, merged here (the Arrow serialization of the batches
   a task yields is outside);
 * Spark's event log (``eventlog/``): per stage its wall time, tasks, and the executors' run,
@@ -95,7 +95,7 @@ ORIGINAL_SURVEY: Any = None
 
 
 def profiled_decide(batches: Any, sink: Any) -> Iterator[Any]:
-    """``job.decide_xa_arrow`` (the XAs decided in the run, written by the executors) under
+    """``xa.decide_xa_arrow`` (the XAs decided in the run, written by the executors) under
     cProfile; one profile file per task."""
     yield from _profiled_batches(ORIGINAL_DECIDE(batches, sink), "decide")
 
@@ -173,7 +173,8 @@ def main() -> int:
     from binlake.lake import extract, job
 
     if not args.no_executors:
-        # job.py calls X.decode_tasks_arrow and _survey by name when it runs: these wrappers
+        # job.py calls X.decode_tasks_arrow, and _survey and decide_xa_arrow (imported into job.py
+        # from lake/discover.py and lake/xa.py) by name when it runs: these wrappers
         # (defined in __main__, so pickled by value) reach the executors instead
         ORIGINAL_SURVEY = job._survey
         extract.decode_tasks_arrow = profiled_decode

@@ -129,7 +129,7 @@ def test_clean_staging_removes_stale_runs_only(tmp_path: Path) -> None:
     import os
     import time
 
-    from binlake.lake.job import STAGE_MAX_AGE, clean_staging
+    from binlake.lake.staging import STAGE_MAX_AGE, clean_staging
 
     parent = tmp_path / "_binlake_staging"
     mine, stale, live = (parent / n / "changelog__db__t" for n in ("mine", "stale", "live"))

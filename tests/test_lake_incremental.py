@@ -96,7 +96,7 @@ def test_delete_where_decides_from_metadata(spark: Any, tmp_path: Path) -> None:
 def test_delete_where_reads_the_branch(spark: Any, tmp_path: Path) -> None:
     """On a write-audit-publish branch, the rows a killed run wrote on that branch are seen
     (and deleted by its rerun), though main has none."""
-    from binlake.lake.job import on_branch
+    from binlake.lake.branch import on_branch
     from binlake.lake.tables import TRANSACTIONS, delete_where, ensure_tables, may_match
 
     settings = make_lake(spark, tmp_path, "incr_branch")
@@ -115,7 +115,7 @@ def test_delete_where_reads_the_branch(spark: Any, tmp_path: Path) -> None:
 
 
 def _file_row(name: str, seq: int, status: str, run_id: str) -> tuple[Any, ...]:
-    from binlake.lake.job import FILE_SCHEMA
+    from binlake.lake.files import FILE_SCHEMA
 
     row: dict[str, Any] = {c.split()[0]: None for c in FILE_SCHEMA.split(", ")}
     row.update(source="s1", file=name, seq=seq, size=10, sha256="ab", status=status,
@@ -128,7 +128,7 @@ def test_files_rows_appended_or_merged(spark: Any, tmp_path: Path) -> None:
     """``files``: the rows of new files are appended by the driver (no Spark job); a file
     with a row already (failed before, a killed run's rerun of a grown file, a reload)
     has it replaced by the MERGE, never duplicated."""
-    from binlake.lake.job import _record_files
+    from binlake.lake.files import _record_files
     from binlake.lake.tables import FILES, ensure_tables
 
     settings = make_lake(spark, tmp_path, "incr_files", source="s1")

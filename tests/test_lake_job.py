@@ -844,7 +844,7 @@ def test_later_files_first_same_as_one(spark: Any, workload: Workload, one_run: 
     assert _xid(xa) not in _pending_keys(spark, settings)
     # the summary names each XA prepared in the second run and decided in the first, as
     # the transaction layer over every file in one pass sees them
-    from binlake.lake.job import summary_text
+    from binlake.lake.summary import summary_text
 
     names = workload.names
     expected = sorted(
@@ -1297,7 +1297,7 @@ def _corpus_history(files: list[Any]) -> Any:
 def test_mysql8_corpus(spark: Any, corpus_lake: Any, label: str) -> None:
     from binlake.binlog.reader import BinlogReader
     from binlake.binlog.rowchanges import DECODE_FOR_ROWS, iter_row_changes
-    from binlake.lake.job import discover
+    from binlake.lake.discover import discover
     from binlake.txn.build import build_transactions
 
     sources = [str(CORPUS / p) for p in MYSQL8[label]]
@@ -1618,7 +1618,7 @@ def test_lake_without_engines_column_is_migrated(spark: Any, tmp_path_factory: A
 
 def test_engine_seed_is_the_newest_earlier_loaded_file() -> None:
     from binlake.lake.extract import decode_engines, encode_engines
-    from binlake.lake.job import Loaded, engine_seed
+    from binlake.lake.loaded import Loaded, engine_seed
 
     state = (("d.a", True), ("d.m", False))
     assert decode_engines(encode_engines(state)) == state
@@ -1689,7 +1689,7 @@ def _events(*items: tuple[str, dict[str, Any]]) -> list[tuple[int, int, str, dic
 def test_xa_pairing_takes_stored_decisions_of_later_files() -> None:
     """A backfill's PREPARE meets the decision an earlier run stored without it: decided at
     that decision's own position, whose PREPARE-less row is to go."""
-    from binlake.lake.job import pair_events
+    from binlake.lake.xa import pair_events
 
     p = _prep(2, 100)
     res, orphans, findings, late = pair_events(
@@ -1709,7 +1709,7 @@ def test_xa_pairing_takes_stored_decisions_of_later_files() -> None:
 
 
 def test_xa_pairing_leaves_stored_decisions_it_does_not_decide() -> None:
-    from binlake.lake.job import pair_events
+    from binlake.lake.xa import pair_events
 
     # stored with this very PREPARE (a reload of the PREPARE's file): nothing to redo, and
     # the orphan after it belongs to another PREPARE (not loaded)
@@ -1732,7 +1732,7 @@ def test_xa_pairing_in_binlog_order_with_a_reused_xid() -> None:
     """One XID prepared and decided twice: each decision takes the PREPARE before it, the
     stored one (a later file loaded first) included; a decision of this run with nothing
     pending is an orphan, reported."""
-    from binlake.lake.job import pair_events
+    from binlake.lake.xa import pair_events
 
     res, orphans, findings, late = pair_events(_events(
         ("e", _end(7, 5)), ("p", _prep(4, 20)), ("p", _prep(2, 100)),
@@ -1746,7 +1746,7 @@ def test_xa_pairing_in_binlog_order_with_a_reused_xid() -> None:
 
 
 def test_backfill_warns_of_engines_later_files_did_not_see() -> None:
-    from binlake.lake.job import Loaded, engines_unseen
+    from binlake.lake.loaded import Loaded, engines_unseen
 
     loaded = {"b.000004": Loaded("s", False, 4, (("d.i", True),)),
               "b.000005": Loaded("s", False, 5, (("d.i", True),)),

@@ -575,7 +575,7 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
             .distinct().count() == n
     assert rep["tables"][f"{DB}.nopk"]["mirror"] == settings.table(f"mirror__{DB}__nopk")
     # the run's staged deltas are gone, and the staging directory with them
-    from binlake.lake.job import _stage_root
+    from binlake.lake.staging import _stage_root
 
     stage = _stage_root(settings, "x")
     assert stage is not None and not os.path.exists(os.path.dirname(stage))

@@ -504,7 +504,7 @@ def _damaged(data: bytes) -> dict[str, bytes]:
 
 
 def _survey_sha(uri: str) -> tuple[str, int]:
-    from binlake.lake.job import _survey
+    from binlake.lake.discover import _survey
 
     sha, size, _ = _survey(uri, 1 << 20)["sha"]
     return sha, size

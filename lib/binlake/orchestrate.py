@@ -378,10 +378,10 @@ def load_summary_from_line(line: str) -> dict[str, Any] | None:
 
 
 def load_summary_text(summary: dict[str, Any]) -> str:
-    """The human summary of a load (``binlake.lake.job.summary_text``) from its JSON form."""
+    """The human summary of a load (``binlake.lake.summary.summary_text``) from its JSON form."""
     from dataclasses import fields
 
-    from .lake.job import LoadSummary, summary_text
+    from .lake.summary import LoadSummary, summary_text
 
     known = {f.name for f in fields(LoadSummary)}
     return summary_text(LoadSummary(**{k: v for k, v in summary.items() if k in known}))

@@ -206,8 +206,9 @@ def cmd_load(args: argparse.Namespace) -> int:
     import json
 
     from ..config import ConfigError
-    from ..lake.job import run_load, summary_text
+    from ..lake.job import run_load
     from ..lake.lock import LoadLockedError, check_unlocked
+    from ..lake.summary import summary_text
 
     def check(settings: Any) -> None:
         # a load holding the lock now: stop before Spark starts (the load takes the lock);

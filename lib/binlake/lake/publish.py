@@ -33,8 +33,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
+from .branch import check_branch_name
 from .commit import java_table
-from .job import check_branch_name
 from .tables import FILES
 from .typed import WATERMARK
 

@@ -168,3 +168,11 @@ def delete_where(spark: Any, table: str, condition: str) -> bool:
         return False
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
     return True
+
+
+def _q(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _in(names: list[str]) -> str:
+    return ",".join(f"'{_q(n)}'" for n in names) or "''"

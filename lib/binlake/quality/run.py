@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
-from ..lake.job import discover
+from ..lake.discover import discover
 from ..lake.spark import local_frame
 from . import datasets as D
 from .suite import ERROR, FAMILIES, Check, checks

@@ -1,0 +1,241 @@
+"""XA pairing for the load job: the prepared-but-undecided XA transactions of earlier runs
+(``xa_prepares`` minus the decided ones in ``transactions``), the pairing of this run's XA
+PREPAREs with their COMMIT/ROLLBACK across ranges, files and runs (:func:`pair_events`), the
+decided XAs' rows rebuilt on executors (:func:`decide_xa_arrow`), and the refreshed
+``xa_pending`` table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..config import Settings
+from ..txn.build import assign_order
+from ..txn.files import BinlogFile
+from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
+from ..txn.spill import undo_changes
+from ..txn.xa import load_pending
+from . import extract as X
+from .tables import (
+    FILES,
+    TRANSACTIONS,
+    XA_PENDING,
+    XA_PREPARES,
+    _q,
+)
+
+CHANGE_COLS = [n for n, _ in X.CHANGE_FIELDS]  # a change_tuple's fields
+
+
+def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
+    return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
+            .where(f"source = '{_q(settings.source)}'")
+            .orderBy("prepare_seq", "prepare_pos").collect()]
+
+
+def _earlier_pending(spark: Any, settings: Settings, before_seq: int,
+                     run_files: set[str]) -> list[dict[str, Any]]:
+    """XAs prepared before ``before_seq`` and not decided before it (metadata only)."""
+    src = _q(settings.source)
+    rows = spark.sql(f"""
+        SELECT p.xa_format_id, p.xa_gtrid, p.xa_bqual, p.prepare_seq, p.prepare_pos,
+               p.prepare_end_pos, p.prepare_file, p.prepare_gtid, p.rows
+        FROM {settings.table(XA_PREPARES)} p
+        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM {settings.table(TRANSACTIONS)}
+                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL
+                          AND order_seq < {before_seq}) d
+          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
+        WHERE p.source = '{src}' AND p.prepare_seq < {before_seq}
+        ORDER BY p.prepare_seq, p.prepare_pos""").collect()
+    return [r.asDict() for r in rows if r["prepare_file"] not in run_files]
+
+
+def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[str],
+             preps: list[dict[str, Any]], ends: list[dict[str, Any]],
+             later_loaded: bool = False
+             ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]],
+                        list[dict[str, Any]], list[tuple[str, int]]]:
+    """Pair XA PREPARE groups with their COMMIT/ROLLBACK groups in binlog order, starting
+    from the XAs still pending before this run's first file.  With ``later_loaded`` (files
+    after this run's first one were loaded before: a backfill), the decisions stored from
+    those files take part too: one stored without its PREPARE (its file came first) is
+    decided now, at its own position, and its PREPARE-less ``transactions`` row is to go
+    (the last list: its ``(end_file, begin_pos)``)."""
+    first_seq = min(f.seq for f in files)
+    run_files = {f.name for f in files}
+    pending: dict[tuple[int, str, str], dict[str, Any]] = {}
+    for p in _earlier_pending(spark, settings, first_seq, run_files):
+        pending[(p["xa_format_id"], p["xa_gtrid"], p["xa_bqual"])] = p
+    events: list[tuple[int, int, str, dict[str, Any]]] = []
+    for p in preps:
+        if p["prepare_file"] not in bad:
+            events.append((p["prepare_seq"], p["prepare_pos"], "p", p))
+    for e in ends:
+        part = e["part"]
+        if part["file"] not in bad:
+            events.append((part["seq"], part["begin_pos"], "e", e))
+    if later_loaded and (pending or events):
+        for d in _stored_decisions(spark, settings, first_seq, run_files):
+            events.append((d["order_seq"], d["end_pos"], "s", d))
+    return pair_events(events, pending, settings.source)
+
+
+def pair_events(events: list[tuple[int, int, str, dict[str, Any]]],
+                pending: dict[tuple[int, str, str], dict[str, Any]], source: str
+                ) -> tuple[dict[tuple[str, int], dict[str, Any]], list[dict[str, Any]],
+                           list[dict[str, Any]], list[tuple[str, int]]]:
+    """The XA pairing of :func:`_pair_xa` over ``events`` (seq, position, kind, record):
+    ``p`` a PREPARE of this run, ``e`` a COMMIT/ROLLBACK of this run, ``s`` a decision
+    stored by an earlier run (a ``transactions`` row).  Each decision takes the XA pending
+    under its XID at its position.  Returns the resolutions by PREPARE (file, position),
+    the decisions found without a PREPARE, the findings, and the stored PREPARE-less
+    decisions now paired."""
+    events = sorted(events, key=lambda t: (t[0], t[1]))
+    resolutions: dict[tuple[str, int], dict[str, Any]] = {}
+    orphans: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    late: list[tuple[str, int]] = []
+    for _, _, kind, d in events:
+        xid = (d["xa_format_id"], d["xa_gtrid"], d["xa_bqual"])
+        if kind == "p":
+            if xid in pending:
+                findings.append({"kind": "xa_duplicate_prepare", "severity": "error",
+                                 "file": d["prepare_file"], "pos": d["prepare_pos"],
+                                 "message": f"XA {xid} prepared again while pending",
+                                 "source": source})
+            pending[xid] = d
+            continue
+        if kind == "s":
+            prep = pending.get(xid)
+            if d["prepare_file"] is not None:
+                # stored with its PREPARE: it decided that one (nothing to redo)
+                if prep is not None and (prep["prepare_file"], prep["prepare_pos"]) == (
+                        d["prepare_file"], d["prepare_pos"]):
+                    del pending[xid]
+                continue
+            if prep is None:
+                continue  # still without its PREPARE (reported when it was loaded)
+            del pending[xid]
+            resolutions[(prep["prepare_file"], prep["prepare_pos"])] = {
+                "commit": d["status"] == XA_COMMITTED, "end_event": d["end_event"],
+                "part": {"file": d["end_file"], "seq": d["order_seq"],
+                         "begin_pos": d["begin_pos"], "end_pos": d["end_pos"],
+                         "gtid": d["gtid"], "timestamp": None, "commit_ts_us": d["commit_us"]},
+                "late": True, "xid": xid}
+            late.append((d["end_file"], d["begin_pos"]))
+            continue
+        prep = pending.pop(xid, None)
+        part = d["part"]
+        if prep is None:
+            findings.append({"kind": "xa_commit_without_prepare" if d["commit"] else
+                             "xa_rollback_without_prepare", "severity": "warning",
+                             "file": part["file"], "pos": part["begin_pos"],
+                             "message": f"XA {xid} decided without its PREPARE",
+                             "source": source})
+            orphans.append(_orphan_txn(d))
+            continue
+        resolutions[(prep["prepare_file"], prep["prepare_pos"])] = {
+            "commit": d["commit"], "part": part, "end_event": d["end_event"]}
+    return resolutions, orphans, findings, late
+
+
+def _stored_decisions(spark: Any, settings: Settings, after_seq: int, run_files: set[str]
+                      ) -> list[dict[str, Any]]:
+    """The two-phase XA decisions ``transactions`` holds from files after ``after_seq``
+    that this run does not load (metadata only)."""
+    src = _q(settings.source)
+    rows = spark.sql(f"""
+        SELECT xa_format_id, xa_gtrid, xa_bqual, status, end_event, gtid, end_file,
+               begin_pos, end_pos, order_seq, unix_micros(commit_ts) AS commit_us,
+               prepare_file, prepare_pos
+        FROM {settings.table(TRANSACTIONS)}
+        WHERE source = '{src}' AND kind = 'xa' AND NOT coalesce(one_phase, false)
+          AND status IN ('{XA_COMMITTED}', '{XA_ROLLED_BACK}')
+          AND order_seq > {int(after_seq)}""").collect()
+    return [r.asDict() for r in rows if r["end_file"] not in run_files]
+
+
+def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
+    part = d["part"]
+    ts = part.get("commit_ts_us") or ((part.get("timestamp") or 0) * 1_000_000) or None
+    return {"txn_id": part.get("gtid") or f"{part['file']}:{part['begin_pos']}",
+            "gtid": part.get("gtid"), "kind": "xa",
+            "status": XA_COMMITTED if d["commit"] else XA_ROLLED_BACK,
+            "begin_file": part["file"], "begin_pos": part["begin_pos"],
+            "end_file": part["file"], "end_pos": part["end_pos"], "commit_us": ts,
+            "end_event": d["end_event"], "xid": None, "xa_format_id": d["xa_format_id"],
+            "xa_gtrid": d["xa_gtrid"], "xa_bqual": d["xa_bqual"], "one_phase": False,
+            "prepare_file": None, "prepare_pos": None, "prepare_gtid": None, "inserts": 0,
+            "updates": 0, "deletes": 0, "tables": [], "nontransactional": False,
+            "statements": None, "order_seq": part["seq"], "order_pos": part["end_pos"]}
+
+
+def decide_xa_arrow(batches: Any, sink: X.DataSink) -> Any:
+    """mapInArrow function (executors): prepare groups joined with their resolution in; the
+    decided transactions and their row changes are written by ``sink``, and its WRITTEN
+    records come out (WIDE_FIELDS batches), to be added in the same commits as the others."""
+    import uuid as _uuid
+
+    import orjson
+
+    tag = f"xa-{_uuid.uuid4().hex[:12]}"
+    for n, b in enumerate(batches):  # one batch of prepares in memory at a time
+        records: list[tuple[str, Any]] = []
+        for row in b.to_pylist():
+            res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
+                row["resolution"])}
+            for kind, rec in _decide_xa(row, res):
+                records.append((kind, tuple(rec[c] for c in CHANGE_COLS)
+                                if kind == X.CHANGE else rec))
+        yield from X.wide_batches(sink.write_records(f"{tag}-{n}", "", records))
+
+
+def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
+               ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A prepare group decided in this run: its transaction and (if committed) its rows at
+    the COMMIT's order position (runs on an executor)."""
+    import orjson
+
+    res = resolutions.get((prep["prepare_file"], prep["prepare_pos"]))
+    if res is None:
+        return
+    (txn,) = load_pending(prep["state"])
+    txn.prepare = txn.part
+    txn.part = Part.from_dict(res["part"])
+    txn.end_event = res["end_event"]
+    if res["commit"]:
+        txn.status = XA_COMMITTED
+    else:
+        txn.status = XA_ROLLED_BACK
+        undo_changes(txn.changes)  # what an XA ROLLBACK can undo
+    assign_order(txn)
+    yield X.TXN, X.txn_record(txn)
+    pks = orjson.loads(prep.get("pks") or "{}")
+    for c in txn.changes:
+        if c.applied:
+            yield X.CHANGE, X.change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
+
+
+def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[str, Any]]:
+    """xa_pending := every stored prepare group not decided by any stored transaction, as of
+    the newest loaded file (derived state: the same whatever order runs came in)."""
+    src = _q(settings.source)
+    df = spark.sql(f"""
+        SELECT p.source, p.xa_format_id, p.xa_gtrid, p.xa_bqual, p.prepare_seq, p.prepare_pos,
+               p.prepare_file, p.prepare_gtid, p.prepared_ts,
+               CAST(unix_timestamp(f.newest) - unix_timestamp(p.prepared_ts) AS DOUBLE)
+                 AS age_seconds,
+               p.rows, f.newest_file AS as_of_file, '{run_id}' AS run_id
+        FROM {settings.table(XA_PREPARES)} p
+        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM {settings.table(TRANSACTIONS)}
+                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL) d
+          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
+        CROSS JOIN (SELECT max(last_ts) AS newest, max_by(file, seq) AS newest_file
+                    FROM {settings.table(FILES)} WHERE source = '{src}') f
+        WHERE p.source = '{src}'""")
+    from pyspark.sql import functions as F
+
+    # overwrite(condition), not overwritePartitions(): an empty result must clear the source
+    df.writeTo(settings.table(XA_PENDING)).overwrite(F.col("source") == settings.source)
+    return _read_pending(spark, settings)
