@@ -44,6 +44,8 @@ from binlake.binlog.constants import EventType as E  # noqa: E402
 from binlake.binlog.reader import BinlogReader  # noqa: E402
 from binlake.lake import extract as X  # noqa: E402
 from binlake.lake import tables as T  # noqa: E402
+from binlake.lake.sink import DataSink, TableOut, TypedOut  # noqa: E402
+from binlake.lake.survey import survey_scan  # noqa: E402
 from binlake.lake.typedconv import file_seq  # noqa: E402
 
 
@@ -111,7 +113,7 @@ def typed_outs(binlog: str, end: int, out: str, tables: dict[str, Any]) -> dict[
 
     st._parse_datatype_string = parse  # used by typed._converter
     if binlog not in _LAYOUTS:  # (the survey reads the whole file: once)
-        _LAYOUTS[binlog] = X.survey_scan(binlog, file_seq(Path(binlog).name))[1]
+        _LAYOUTS[binlog] = survey_scan(binlog, file_seq(Path(binlog).name))[1]
     layouts = _LAYOUTS[binlog]
     by_table: dict[tuple[str, str], list[Any]] = {}
     for r in layouts:
@@ -129,12 +131,12 @@ def typed_outs(binlog: str, end: int, out: str, tables: dict[str, Any]) -> dict[
         pk_slots = [slots[c] for c in pk] if pk and all(c in slots for c in pk) else []
         conv, _ = Y._converter(lays, named, slots_of, plan, None, pk_slots)
         cl = f"cl_{db}_{tbl}"
-        tables[cl] = X.TableOut(f"{out}/{cl}", schema_of(
+        tables[cl] = TableOut(f"{out}/{cl}", schema_of(
             [*plan.columns.items(), *Y.CL_META]), (("_commit_ts", "day"),))
         stage = f"{out}/stage_{cl}" if pk_slots else None
         if stage:
             os.makedirs(stage)
-        outs[(db, tbl)] = X.TypedOut(db, tbl, cl, conv, stage, None)
+        outs[(db, tbl)] = TypedOut(db, tbl, cl, conv, stage, None)
     return outs
 
 
@@ -156,13 +158,13 @@ def run(binlog: str, end: int, out: str, typed: bool, prof: Any = None
         ) -> tuple[float, list[Any]]:
     """One decode task over [4, end) writing under ``out``: (CPU seconds, its records);
     ``prof``: a cProfile.Profile to run it under."""
-    tables = {name: X.TableOut(f"{out}/{name}", schema_of(split_fields(cols)),
+    tables = {name: TableOut(f"{out}/{name}", schema_of(split_fields(cols)),
                                _partition(part))
               for name, (cols, part) in T.DDL.items()
               if name in (T.ROW_CHANGES, T.TRANSACTIONS, T.STATEMENTS, T.XA_PREPARES,
                           T.STREAM_FACTS)}
     outs = typed_outs(binlog, end, out, tables) if typed else {}
-    sink = X.DataSink(tables, "bench", "run1", attempt="a", typed=outs)
+    sink = DataSink(tables, "bench", "run1", attempt="a", typed=outs)
     name = Path(binlog).name
     task = X.RangeTask(binlog, name, file_seq(name), 4, end, 0, False)
     n = iter(range(1 << 30))

@@ -84,7 +84,7 @@ def unreferenced_files(home: Path, namespace: str = "binlog", name: str = "binla
     """Files under the tables' data directories that no snapshot (of any branch) references."""
     import os
 
-    from binlake.lake.extract import fs_path
+    from binlake.lake.sink import fs_path
 
     cat = catalog(home, name)
     out = []

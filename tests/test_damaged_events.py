@@ -123,6 +123,8 @@ def test_the_lake_decode_task_fails_the_file_and_lands_nothing_of_it(tmp_path: P
     says the file failed at the event (the load job then marks the file failed and lands
     none of its data files), and it emits no transaction record for the damaged group."""
     from binlake.lake import extract as X
+    from binlake.lake.records import CHANGE, FINDING, RANGE, TXN
+    from binlake.lake.transport import CHANGE_FIELDS
 
     require_corpus()
     rel = FILES[0]
@@ -130,14 +132,14 @@ def test_the_lake_decode_task_fails_the_file_and_lands_nothing_of_it(tmp_path: P
     path = flipped(tmp_path, rel, pos + 19)
     task = X.RangeTask(str(path), path.name, 1, 4, path.stat().st_size, 0, True)
     records = X.decode_range(task)
-    (info,) = [r for k, r in records if k == X.RANGE]
+    (info,) = [r for k, r in records if k == RANGE]
     assert info["error_offset"] == pos and info["error_kind"] == "checksum", info
-    txns = [r for k, r in records if k == X.TXN]
+    txns = [r for k, r in records if k == TXN]
     assert txns and not any(t["begin_pos"] <= pos < t["end_pos"] for t in txns), txns
-    at = [n for n, _ in X.CHANGE_FIELDS].index("pos")
-    changes = [r for k, r in records if k == X.CHANGE]
+    at = [n for n, _ in CHANGE_FIELDS].index("pos")
+    changes = [r for k, r in records if k == CHANGE]
     assert changes and not any(r[at] == pos for r in changes)
-    kinds = {r["kind"] for k, r in records if k == X.FINDING}
+    kinds = {r["kind"] for k, r in records if k == FINDING}
     assert F.DAMAGED_TRANSACTION in kinds, kinds
 
 

@@ -1168,7 +1168,7 @@ def test_statement_text_keeps_its_utf8_bytes_only_when_they_are_utf8() -> None:
     """Annotate_rows / Rows_query: ``_utf8`` (not rendered) holds the logged bytes when they
     are the text's UTF-8 (the lake hands them to Arrow as they are), and is absent when the
     text was decoded from another charset."""
-    from binlake.lake.extract import STATEMENT_INLINE, _statement_value
+    from binlake.lake.records import STATEMENT_INLINE, _statement_value
 
     text = "INSERT INTO t VALUES ('caf\u00e9 \U0001f600')"
     d = dec(E.ANNOTATE_ROWS, text.encode(), mariadb=True)

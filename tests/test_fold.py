@@ -1,4 +1,4 @@
-"""The executor-side fold of a mirror's delta (extract.fold_delta / fold_mirror), against a
+"""The executor-side fold of a mirror's delta (fold.fold_delta / fold_mirror), against a
 plain replay of the changes in commit order (an independent model of what the mirror holds
 after them)."""
 
@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from binlake.lake import extract as X
+from binlake.lake.fold import FoldSpec, fold_delta, fold_mirror
+from binlake.lake.sink import stage_columns
 
 OLDS = ("__bl_old0", "__bl_old1")
 
@@ -80,7 +81,7 @@ def _mirror_of(folded: pa.Table) -> dict[tuple[Any, Any], dict[str, Any]]:
 def test_fold_equals_replay(seed: int) -> None:
     rng = random.Random(seed)
     changes = _random_changes(rng, rng.randint(1, 60))
-    folded = X.fold_delta(_table(changes), ("a", "b"), OLDS, ("a", "b", "v"))
+    folded = fold_delta(_table(changes), ("a", "b"), OLDS, ("a", "b", "v"))
     assert _mirror_of(folded) == _replay(changes)
 
 
@@ -95,7 +96,7 @@ def test_key_move_deletes_the_old_key() -> None:
         {**base, "a": 2, "b": "x", "_op": "update", "_order_seq": 1, "_order_pos": 20,
          "_order_idx": 0, OLDS[0]: 1, OLDS[1]: "x"},
     ]
-    folded = X.fold_delta(_table(changes), ("a", "b"), OLDS, ("a", "b", "v"))
+    folded = fold_delta(_table(changes), ("a", "b"), OLDS, ("a", "b", "v"))
     by_key = {(r["a"], r["b"]): r["_op"] for r in folded.to_pylist()}
     # the old key's delete is kept (a MERGE must remove the row already in the mirror)
     assert by_key == {(1, "x"): "delete", (2, "x"): "update"}
@@ -113,11 +114,11 @@ def test_fold_mirror_skips_unknown_layouts_and_blocked(tmp_path: Path) -> None:
                {**base, "a": 4, "_order_pos": 40, "__bl_layout": 0}]
     t = _table(changes)
     path = tmp_path / "d.parquet"
-    pq.write_table(t.rename_columns(X.stage_columns(t.column_names)), path)
+    pq.write_table(t.rename_columns(stage_columns(t.column_names)), path)
     out = tmp_path / "folded.parquet"
-    spec = X.FoldSpec((str(path),), tuple(t.column_names), ("a", "b"), OLDS, ("a", "b", "v"),
+    spec = FoldSpec((str(path),), tuple(t.column_names), ("a", "b"), OLDS, ("a", "b", "v"),
                       (1, 30, 0), out=str(out))
-    rec = X.fold_mirror(spec)
+    rec = fold_mirror(spec)
     assert rec == [{"folded": str(out), "rows": 1}]
     got = pq.read_table(out)
     assert got.column(0).to_pylist() == [1]  # a=2: no layout; a=3 and after: blocked

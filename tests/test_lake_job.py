@@ -724,6 +724,8 @@ def test_engines_known_across_ranges(workload: Workload) -> None:
     that changed a MyISAM table (nontransactional), cut into two ranges right before it, as
     a split_bytes can cut it."""
     from binlake.lake import extract as X
+    from binlake.lake.records import TXN
+    from binlake.lake.survey import engine_seeds
     from binlake.txn.split import split_file
 
     t = next(t for t in workload.built.transactions
@@ -736,26 +738,26 @@ def test_engines_known_across_ranges(workload: Workload) -> None:
     first = split_file(str(path))[0].start
     cut, end = t.part.begin_pos, path.stat().st_size
     records = []
-    # the job seeds every range with the DDL state at its start (X.engine_seeds)
-    (seeds,) = X.engine_seeds([str(path)], [[first, cut]])
+    # the job seeds every range with the DDL state at its start (engine_seeds)
+    (seeds,) = engine_seeds([str(path)], [[first, cut]])
     for index, (a, b) in enumerate(((first, cut), (cut, end))):
         records += X.decode_range(X.RangeTask(str(path), path.name, t.part.seq, a, b, index,
                                               index == 1, (), seeds[index]))
-    got = {r["begin_pos"]: r["nontransactional"] for k, r in records if k == X.TXN}
+    got = {r["begin_pos"]: r["nontransactional"] for k, r in records if k == TXN}
     assert got[t.part.begin_pos] is True
 
 
 def test_engine_seeds_carry_ddl_across_files() -> None:
     """The job surveys each file's DDL on its own executor and the driver chains them
-    (X.seeds_from): a range starts with the DDL of every earlier file and of its own file
+    (seeds_from): a range starts with the DDL of every earlier file and of its own file
     before it, not with the DDL at or after its start."""
-    from binlake.lake import extract as X
+    from binlake.lake.survey import seeds_from
 
     ddl = [[(100, "shop", "CREATE TABLE t1 (a INT) ENGINE=MyISAM"),
             (300, "shop", "CREATE TABLE t2 (a INT) ENGINE=InnoDB")],
            [],
            [(50, "shop", "ALTER TABLE t1 ENGINE=InnoDB")]]
-    got = X.seeds_from(ddl, [[4, 100, 200], [4], [4, 50, 51]],
+    got = seeds_from(ddl, [[4, 100, 200], [4], [4, 50, 51]],
                        seed=(("old.t0", False),))
     t0, t1_myisam = ("old.t0", False), ("shop.t1", False)
     assert got[0] == [(t0,), (t0,), (t0, t1_myisam)]  # the CREATE at 100: not yet at 100
@@ -1282,8 +1284,8 @@ def corpus_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def _corpus_history(files: list[Any]) -> Any:
     """The schema history a load of ``files`` decodes with (lake/schemas.py)."""
-    from binlake.lake.extract import survey_scan
     from binlake.lake.schemas import build_run_history
+    from binlake.lake.survey import survey_scan
 
     parts = []
     for f in files:
@@ -1359,7 +1361,8 @@ def test_survey_layouts_cover_every_table_map() -> None:
     require_corpus()
     from binlake.binlog.constants import EventType as E
     from binlake.binlog.reader import BinlogReader
-    from binlake.lake.extract import layout_record, survey_scan
+    from binlake.lake.records import layout_record
+    from binlake.lake.survey import survey_scan
     from binlake.txn.files import binlog_file
 
     payload_maps = 0
@@ -1470,7 +1473,7 @@ def test_record_integers_out_of_range_are_null() -> None:
     instead of failing the task."""
     import pyarrow as pa
 
-    from binlake.lake.extract import _arrow_array
+    from binlake.lake.sink import _arrow_array
 
     assert _arrow_array([1, None, 1 << 31, -(1 << 31)], pa.int32()).to_pylist() == [
         1, None, None, -2147483648]
@@ -1617,8 +1620,8 @@ def test_lake_without_engines_column_is_migrated(spark: Any, tmp_path_factory: A
 
 
 def test_engine_seed_is_the_newest_earlier_loaded_file() -> None:
-    from binlake.lake.extract import decode_engines, encode_engines
     from binlake.lake.loaded import Loaded, engine_seed
+    from binlake.lake.survey import decode_engines, encode_engines
 
     state = (("d.a", True), ("d.m", False))
     assert decode_engines(encode_engines(state)) == state
@@ -1635,14 +1638,14 @@ def test_engine_seed_is_the_newest_earlier_loaded_file() -> None:
 def test_end_states_follow_the_ddl_across_files() -> None:
     """The state recorded at the end of each file: after the seed, the DDL of that file and
     of every file before it."""
-    from binlake.lake import extract as X
+    from binlake.lake.survey import end_states
 
     ddl = [[(4, "d", "CREATE TABLE m (id INT) ENGINE=MyISAM")],
            [],
            [(9, "d", "ALTER TABLE m ENGINE=InnoDB"),
             (20, None, "CREATE TABLE d.a (x INT) ENGINE=Aria")],
            [(4, "d", "DROP TABLE a")]]
-    got = X.end_states(ddl, seed=(("d.old", False),))
+    got = end_states(ddl, seed=(("d.old", False),))
     assert got == [(("d.m", False), ("d.old", False)),
                    (("d.m", False), ("d.old", False)),
                    (("d.a", False), ("d.m", True), ("d.old", False)),

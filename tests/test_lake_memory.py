@@ -29,12 +29,13 @@ N = 300_000
 CHILD = r"""
 import json, os, sys
 from binlake.lake import extract as X
+from binlake.lake.records import RANGE
 path, mode = sys.argv[1], sys.argv[2]
 task = X.RangeTask(path, os.path.basename(path), 1, 4, os.path.getsize(path), 0, True)
 batches, ranges = [], []
 def flush(recs):
     batches.append(len(recs))
-    ranges.extend(r for k, r in recs if k == X.RANGE)
+    ranges.extend(r for k, r in recs if k == RANGE)
     recs.clear()
     return []
 if mode == "spill":
@@ -102,7 +103,7 @@ def run(path: Path, mode: str) -> dict:
 
 
 def test_decode_task_memory_bounded_by_transaction(binlogs: list[Path]) -> None:
-    from binlake.lake.extract import FLUSH_ROWS
+    from binlake.lake.sink import FLUSH_ROWS
 
     small, big = binlogs
     assert big.stat().st_size > 2.5 * small.stat().st_size > 2.5 * 5e6

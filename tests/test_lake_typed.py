@@ -579,7 +579,7 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
 
     stage = _stage_root(settings, "x")
     assert stage is not None and not os.path.exists(os.path.dirname(stage))
-    # a first load: every mirror's delta was folded by an executor task (extract.fold_mirror)
+    # a first load: every mirror's delta was folded by an executor task (fold.fold_mirror)
     # and appended, but the one with MINIMAL/NOBLOB images (a column an image lacks keeps
     # its value: Spark's fold)
     folds = {k: t.get("mirror_fold") for k, t in rep["tables"].items() if t["mirror_rows"]}
@@ -729,20 +729,20 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     (folded by the executor), file 4 with a byte bound of 1 (every staged delta is too
     big).  Those deltas are folded by Spark instead (a first load's append, then MERGEs
     into existing mirrors): the same typed tables as the one-run lake."""
-    from binlake.lake import extract, typed
+    from binlake.lake import fold, typed
     from binlake.lake.spark import build_session
 
     settings = _settings(tmp_path_factory.mktemp("typed-lake-d"), "typed_d")
     build_session(settings, master="local[2]")
     files = world["files"]
     reports: list[dict[str, Any]] = []
-    monkeypatch.setattr(extract, "FOLD_MAX_ROWS", 1)
+    monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
     _load(spark, settings, files[:2], reports)
-    monkeypatch.setattr(extract, "FOLD_MAX_ROWS", 4_000_000)
+    monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 4_000_000)
     # file 3: no delta is small enough for the driver: the executor folds them (MERGEd)
     monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
     _load(spark, settings, files[2:3], reports)
-    monkeypatch.setattr(extract, "FOLD_MAX_BYTES", 1)
+    monkeypatch.setattr(fold, "FOLD_MAX_BYTES", 1)
     _load(spark, settings, files[3:], reports)
     first, third, second = ({k: (t["mirror_rows"], t.get("mirror_fold"))
                              for k, t in r["tables"].items() if t["mirror_rows"]}

@@ -23,6 +23,8 @@ import pytest
 
 from binlake.binlog.errors import BinlogError
 from binlake.lake import extract as LX
+from binlake.lake.records import FACT
+from binlake.lake.survey import engine_seeds
 from binlake.quality import facts as X
 from binlake.txn import streamfacts as S
 from binlake.txn.split import split_file
@@ -44,13 +46,13 @@ def _ranged(path: Path, target: int, newest: bool = True, cut_at: int | None = N
     ranges = split_file(str(path), target_bytes=target, min_bytes=1)
     bounds = sorted({r.start for r in ranges} | ({cut_at} if cut_at else set()))
     spans = list(zip(bounds, [*bounds[1:], ranges[-1].end]))
-    seeds = LX.engine_seeds([str(path)], [bounds])[0]
+    seeds = engine_seeds([str(path)], [bounds])[0]
     rows = []
     for k, (start, end) in enumerate(spans):
         last = k == len(spans) - 1
         task = LX.RangeTask(str(path), path.name, 1, start, end, k, newest and last,
                             (), seeds[k], last_of_file=last, newest=newest)
-        rows += [rec for kind, rec in LX.decode_range(task) if kind == LX.FACT]
+        rows += [rec for kind, rec in LX.decode_range(task) if kind == FACT]
     return rows, len(spans)
 
 

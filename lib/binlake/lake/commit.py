@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..config import Settings
-from . import extract as X
+from .sink import DataSink, TableOut, data_filesystem
 
 
-def table_out(spark: Any, name: str) -> X.TableOut:
+def table_out(spark: Any, name: str) -> TableOut:
     """Where and how executors write data files of table ``name`` (a full name): its data
     directory, as the catalog knows it, its Arrow schema (Iceberg field ids included) and
     its partition fields."""
@@ -30,7 +30,7 @@ def table_out(spark: Any, name: str) -> X.TableOut:
                              "is not one binlake writes")
         partition.append((jschema.findColumnName(pf.sourceId()), transform))
     location = jtable.locationProvider().newDataLocation("x").rsplit("/", 1)[0]
-    return X.TableOut(location, schema_to_pyarrow(schema), tuple(partition))
+    return TableOut(location, schema_to_pyarrow(schema), tuple(partition))
 
 
 def java_table(spark: Any, name: str) -> Any:
@@ -88,7 +88,7 @@ def append_rows(spark: Any, settings: Settings, table: str, rows: list[dict[str,
                 run_id: str) -> None:
     """Append a few rows from the driver in one Iceberg commit, without a Spark job: the
     driver writes them as the executors write theirs (one Parquet data file per partition
-    value, :class:`extract.DataSink`; ``source`` and ``run_id`` filled in, every other
+    value, :class:`sink.DataSink`; ``source`` and ``run_id`` filled in, every other
     column from the rows, None when a row lacks it; timestamps as epoch microseconds), then
     :func:`add_data_files`.  Files written and never committed (a kill in between) are a
     killed run's, removed by the next load (:mod:`binlake.lake.orphans`)."""
@@ -98,7 +98,7 @@ def append_rows(spark: Any, settings: Settings, table: str, rows: list[dict[str,
         return
     name = table if "." in table else settings.table(table)
     out = table_out(spark, name)
-    sink = X.DataSink({name: out}, settings.source, run_id, settings.s3_endpoint_url,
+    sink = DataSink({name: out}, settings.source, run_id, settings.s3_endpoint_url,
                       attempt=uuid.uuid4().hex[:8])
     columns = {f.name: [r.get(f.name) for r in rows] for f in out.schema
                if f.name not in ("source", "run_id")}
@@ -111,7 +111,7 @@ def remove_files(paths: list[str]) -> None:
     an unreferenced file is never read."""
     for path in paths:
         try:
-            fs, p = X.data_filesystem(path.rsplit("/", 1)[0])
+            fs, p = data_filesystem(path.rsplit("/", 1)[0])
             fs.delete_file(p.rstrip("/") + "/" + path.rsplit("/", 1)[1])
         except OSError:
             pass

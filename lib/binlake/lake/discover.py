@@ -13,7 +13,8 @@ from ..binlog.errors import BinlogError
 from ..binlog.source import HashTap, parse_location, s3_client
 from ..txn.files import BinlogFile, binlog_file, order_files
 from ..txn.split import split_file
-from . import extract as X
+from .records import DdlEvent
+from .survey import survey_scan
 
 
 def discover(sources: Iterable[str]) -> list[BinlogFile]:
@@ -63,19 +64,19 @@ def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
     """What the driver needs of one file before decoding it, read on an executor: its sha256,
     size and archived sha256 (:func:`_sha256`), its transaction-aligned ranges of about
     ``split_bytes / FINE_SPLIT`` (or why it cannot be split), its DDL statements and its
-    table layouts (:func:`extract.survey_scan`)."""
+    table layouts (:func:`survey.survey_scan`)."""
     fine = max(1, split_bytes // FINE_SPLIT)
     try:
         ranges: list[Any] | str = split_file(uri, target_bytes=fine,
                                              min_bytes=min(1 << 20, fine))
     except BinlogError as exc:
         ranges = str(exc)
-    ddl: list[X.DdlEvent] = []
+    ddl: list[DdlEvent] = []
     layouts: list[dict[str, Any]] = []
     fde: dict[str, Any] = {}
     tap = HashTap()  # the scan reads every byte: the sha256 comes from the same read
     if not isinstance(ranges, str):
-        ddl, layouts = X.survey_scan(uri, binlog_file(uri).seq, tap, fde)
+        ddl, layouts = survey_scan(uri, binlog_file(uri).seq, tap, fde)
     sha, size, recorded = _sha256(uri, tap)
     return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl, "layouts": layouts,
             "fde": fde}

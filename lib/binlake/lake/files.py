@@ -10,8 +10,8 @@ from typing import Any
 
 from ..config import Settings
 from ..txn.files import BinlogFile
-from . import extract as X
 from .commit import append_rows
+from .survey import EngineState, encode_engines
 from .tables import (
     FILES,
     _in,
@@ -94,7 +94,7 @@ def _record_files(spark: Any, settings: Settings, file_rows: list[tuple[Any, ...
 def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
                failed: dict[str, str], hashes: dict[str, tuple[str, int, str | None]],
                n_ranges: dict[str, int], run_id: str, source: str,
-               end_engines: dict[str, X.EngineState]) -> list[tuple[Any, ...]]:
+               end_engines: dict[str, EngineState]) -> list[tuple[Any, ...]]:
     """The ``files`` rows of this run's files; ``engines`` is what the DDL up to the end of
     a loaded file says of table engines (the next run's seed), None for a failed file."""
     by_file: dict[str, list[dict[str, Any]]] = {}
@@ -121,5 +121,5 @@ def _file_rows(files: list[BinlogFile], ranges_info: list[dict[str, Any]],
                      sum(i["rows"] for i in infos), n_ranges.get(f.name, 0), status,
                      failed.get(f.name), err_offset, run_id, None,
                      None if status == "failed" or f.name not in end_engines
-                     else X.encode_engines(end_engines[f.name])))
+                     else encode_engines(end_engines[f.name])))
     return rows

@@ -42,8 +42,11 @@ from .loaded import Loaded, _later_loaded, _loaded, engine_seed, engines_unseen
 from .lock import load_lock, lock_is_global
 from .nopk import fill_nopk_mirrors
 from .orphans import DeadRun, remove_orphans
+from .records import FINDING, RANGE, XA_END, XA_PREPARE
+from .sink import TYPED, WRITTEN, DataSink
 from .staging import _stage_root, clean_staging
 from .summary import LoadSummary
+from .survey import EngineState, encode_engines, engine_states
 from .tables import (
     ROW_CHANGES,
     STATEMENTS,
@@ -55,6 +58,7 @@ from .tables import (
     delete_where,
     ensure_tables,
 )
+from .transport import TASK_SCHEMA, WIDE_SCHEMA, meta_of
 from .xa import _pair_xa, _read_pending, _refresh_pending, decide_xa_arrow
 
 TXN_COLS = ["txn_id", "gtid", "kind", "status", "begin_file", "begin_pos", "end_file",
@@ -198,7 +202,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # every file given, in order.
     splittable = [name for name, rs in split.items() if not isinstance(rs, str)]
     seq_of = {f.name: f.seq for f in everything}
-    seed: X.EngineState = ()
+    seed: EngineState = ()
     if splittable:
         seed, seeded_from = engine_seed(loaded, min(seq_of[n] for n in splittable))
         if seeded_from is not None and loaded[seeded_from].engines is None:
@@ -210,7 +214,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
                            "before this run are taken as transactional (give the earlier "
                            "files again, or set nontransactional)"})
     ddl = [surveys[n]["ddl"] for n in splittable]
-    at_starts, at_ends = X.engine_states(
+    at_starts, at_ends = engine_states(
         ddl, [[r.start for r in split[n]] for n in splittable], seed)
     all_seeds = dict(zip(splittable, at_starts))
     end_engines = dict(zip(splittable, at_ends))
@@ -323,7 +327,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       files: list[BinlogFile], tasks: list[X.RangeTask], seqs: list[int], failed: dict[str, str],
                       hashes: dict[str, tuple[str, int, str | None]],
                       n_ranges: dict[str, int], prepared: Any, phase: Any,
-                      end_engines: dict[str, X.EngineState], later_loaded: bool,
+                      end_engines: dict[str, EngineState], later_loaded: bool,
                       run_history: S.RunHistory) -> None:
     from . import typed
 
@@ -335,10 +339,10 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     from pyspark.sql import functions as F
 
     task_rows = [(t.uri, t.file, t.seq, t.start, t.end, t.index, t.last_in_file,
-                  list(t.nontransactional), X.encode_engines(t.engines), t.last_of_file,
+                  list(t.nontransactional), encode_engines(t.engines), t.last_of_file,
                   t.newest) for t in tasks]
     tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
-                                     X.TASK_SCHEMA)
+                                     TASK_SCHEMA)
     # Row changes, transactions, statements and XA prepares are written as Parquet by the
     # executors, straight into the tables' data directories; the driver adds the good ones,
     # one commit per table, below.
@@ -347,7 +351,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     sink.typed = prepared.fast
     phase("sink")
     records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink,
-                                          history=run_history.history), X.WIDE_SCHEMA)
+                                          history=run_history.history), WIDE_SCHEMA)
     # Decoded once, read twice (the small facts, the XA prepares): cached, in memory while
     # it fits and on disk beyond (Spark's storage memory bounds it).
     records = records.persist(StorageLevel.MEMORY_AND_DISK)
@@ -355,22 +359,22 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     # One pass for the driver's metadata: per-range facts, XA markers, table layouts,
     # findings, and the PREPAREs without their rows (state, pks).
     prep_fields = [c for c in PREP_COLS if c not in ("state", "pks")]
-    small = [(r["kind"], X.meta_of(r)) for r in records.where(
-        kind.isin(X.RANGE, X.XA_END, X.FINDING, X.XA_PREPARE, X.WRITTEN, X.TYPED)).select(
+    small = [(r["kind"], meta_of(r)) for r in records.where(
+        kind.isin(RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED)).select(
         "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
-        "kind", F.when(kind == X.XA_PREPARE, F.to_json(F.struct(
+        "kind", F.when(kind == XA_PREPARE, F.to_json(F.struct(
             *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta")).alias("meta"))
         .collect()]
-    prep_meta = [{c: r.get(c) for c in prep_fields} for k, r in small if k == X.XA_PREPARE]
+    prep_meta = [{c: r.get(c) for c in prep_fields} for k, r in small if k == XA_PREPARE]
     phase("decode")
-    ranges_info = [r for k, r in small if k == X.RANGE]
+    ranges_info = [r for k, r in small if k == RANGE]
     for info in ranges_info:
         if info["error"] and info["file"] not in failed:
             failed[info["file"]] = info["error"]
-    summary.findings += _dedupe([dict(r, source=source) for k, r in small if k == X.FINDING])
-    typed_stats = [r for k, r in small if k == X.TYPED]
+    summary.findings += _dedupe([dict(r, source=source) for k, r in small if k == FINDING])
+    typed_stats = [r for k, r in small if k == TYPED]
     bad = sorted(failed)
-    written = [r for k, r in small if k == X.WRITTEN]
+    written = [r for k, r in small if k == WRITTEN]
     # a failed file lands nothing but its stream facts: validation reports its damage
     to_add = [w for w in written if w["file"] not in failed or w["table"] == STREAM_FACTS]
     remove_files([w["path"] for w in written
@@ -378,7 +382,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
 
     # XA pairing (driver; metadata only).
     resolutions, orphan_txns, xa_findings, late = _pair_xa(
-        spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == X.XA_END],
+        spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == XA_END],
         later_loaded)
     summary.findings += xa_findings
     summary.xa_decided_late = [
@@ -389,7 +393,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
     meta = F.col("meta")
-    preps_df = records.where(kind == X.XA_PREPARE).select(
+    preps_df = records.where(kind == XA_PREPARE).select(
         F.from_json(meta, PREP_SCHEMA).alias("r")).select("r.*") \
         .where(~F.col("prepare_file").isin(bad))
     # The XAs decided in this run get their rows at the COMMIT's position: on the executors,
@@ -412,9 +416,9 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         for r in preps_df.select(*cols).unionByName(stored).join(
                 F.broadcast(res_df), ["prepare_file", "prepare_pos"]).coalesce(
                 max(1, sc.defaultParallelism)).mapInArrow(
-                partial(decide_xa_arrow, sink=sink), X.WIDE_SCHEMA).where(
-                kind.isin(X.WRITTEN, X.TYPED)).select("kind", "meta").collect():
-            (to_add if r["kind"] == X.WRITTEN else typed_stats).append(X.meta_of(r))
+                partial(decide_xa_arrow, sink=sink), WIDE_SCHEMA).where(
+                kind.isin(WRITTEN, TYPED)).select("kind", "meta").collect():
+            (to_add if r["kind"] == WRITTEN else typed_stats).append(meta_of(r))
     typed_stats = [r for r in typed_stats if r["file"] not in failed]
 
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
@@ -494,7 +498,7 @@ RECORD_TABLES = (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES, STREAM_FACT
 
 
 def _data_sink(spark: Any, settings: Settings, run_id: str,
-               more: list[str] = []) -> X.DataSink:  # noqa: B006 (never changed)
+               more: list[str] = []) -> DataSink:  # noqa: B006 (never changed)
     """Where the executors write this run's data files of the record tables (each table's
     data directory, as the catalog knows it), and of the tables named in ``more`` (full
     names: the typed changelogs), the Arrow schemas they write (Iceberg field ids included)
@@ -502,7 +506,7 @@ def _data_sink(spark: Any, settings: Settings, run_id: str,
     Spark is configured for works."""
     out = {table: table_out(spark, table if table in more else settings.table(table))
            for table in (*RECORD_TABLES, *more)}
-    return X.DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
+    return DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
                       attempt=uuid.uuid4().hex[:8], flush_bytes=settings.flush_bytes)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from ..txn.files import BinlogFile
-from . import extract as X
+from .survey import EngineState, decode_engines
 from .tables import (
     FILES,
     _q,
@@ -26,19 +26,19 @@ class Loaded:
     sha256: str | None
     in_use: bool
     seq: int | None
-    engines: X.EngineState | None
+    engines: EngineState | None
 
 
 def _loaded(spark: Any, settings: Settings) -> dict[str, Loaded]:
     """file name -> :class:`Loaded`, for the files recorded as loaded for this source."""
-    return {r[0]: Loaded(r[1], bool(r[2]), r[3], None if r[4] is None else X.decode_engines(r[4]))
+    return {r[0]: Loaded(r[1], bool(r[2]), r[3], None if r[4] is None else decode_engines(r[4]))
             for r in spark.table(settings.table(FILES)).where(
                 f"source = '{_q(settings.source)}' AND status = 'loaded'").select(
                 "file", "sha256", "in_use", "seq", "engines").collect()}
 
 
 def engine_seed(loaded: dict[str, Loaded], first_seq: int
-                ) -> tuple[X.EngineState, str | None]:
+                ) -> tuple[EngineState, str | None]:
     """The table engines the DDL of earlier runs' files left before file ``first_seq``: the
     state recorded with the newest loaded file before it (and that file's name), or nothing
     when there is none or it recorded none."""
@@ -50,7 +50,7 @@ def engine_seed(loaded: dict[str, Loaded], first_seq: int
     return (engines or ()), name
 
 
-def engines_unseen(ends: dict[int, tuple[str, X.EngineState]], loaded: dict[str, Loaded]
+def engines_unseen(ends: dict[int, tuple[str, EngineState]], loaded: dict[str, Loaded]
                    ) -> list[dict[str, Any]]:
     """Warnings for a backfill: the files of this run (``ends``: seq -> (name, the engine
     state its DDL left)) that are followed by a file loaded in an earlier run (not in this

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
-from .extract import fs_path
+from .sink import fs_path
 from .tables import DDL
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
     import pyarrow.fs as pafs
 
     from .commit import java_table
-    from .extract import data_filesystem
+    from .sink import data_filesystem
 
     removed: list[str] = []
     if staging is not None and os.path.isdir(staging):

@@ -173,7 +173,7 @@ def build_run_history(stored: Iterable[Version], snapshots: Iterable[Snapshot],
 
 
 def _table_map(rec: dict[str, Any]) -> TableMap:
-    """A TableMap from a layout record (:func:`binlake.lake.extract.layout_record`)."""
+    """A TableMap from a layout record (:func:`binlake.lake.records.layout_record`)."""
     cols = []
     for d in rec["columns"]:
         members = d.get("members")

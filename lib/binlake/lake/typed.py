@@ -642,7 +642,7 @@ class Prepared:
     ``row_changes`` afterwards, as :func:`apply` does."""
 
     jobs: list[_TableJob]
-    fast: dict[tuple[str, str], Any]  # (db, tbl) -> extract.TypedOut
+    fast: dict[tuple[str, str], Any]  # (db, tbl) -> sink.TypedOut
     stage_ddl: dict[tuple[str, str], str]  # the staged delta's schema, per fast table
 
 
@@ -654,7 +654,7 @@ def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], r
     while ``row_changes`` holds changes of it outside this run's files (it is built from
     ``row_changes``, which has them all) and, when ``stage_root`` is None (no local staging
     directory: the warehouse is not local), a table with a mirror."""
-    from .extract import TypedOut
+    from .sink import TypedOut
 
     if not tables_seen:
         return Prepared([], {}, {})
@@ -708,7 +708,7 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
                run_id: str) -> None:
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .extract import FOLD_MAX_BYTES, FOLD_MAX_ROWS
+    from .fold import FOLD_MAX_BYTES, FOLD_MAX_ROWS
 
     assert job.plan is not None
     total: dict[str, Any] = {
@@ -762,7 +762,7 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
                commit: Any, run_id: str, here: bool = False) -> str:
     """Apply a table's staged delta to its mirror, folded by one executor task
-    (:func:`extract.fold_mirror`: Arrow in memory, the delta having at most
+    (:func:`fold.fold_mirror`: Arrow in memory, the delta having at most
     ``FOLD_MAX_ROWS`` rows in at most ``FOLD_MAX_BYTES`` of staged files) rather than by
     Spark's window and sort.  A mirror created by this run (empty, not partitioned) gets
     the folded rows as data files, in one commit after its source's rows are deleted (a
@@ -772,7 +772,8 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     ``driver``."""
 
     from .commit import table_out
-    from .extract import DataSink, FoldSpec, fold_mirror
+    from .fold import FoldSpec, fold_mirror
+    from .sink import DataSink
 
     assert job.plan is not None
     pk = tuple(job.pk_slots)
@@ -806,10 +807,10 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
 
 def _read_staged(spark: Any, fields: list[Any], paths: list[str]) -> Any:
     """A DataFrame of Parquet files staged by the executors with positional column names
-    (:func:`extract.stage_columns`), named and typed as ``fields`` (StructFields)."""
+    (:func:`sink.stage_columns`), named and typed as ``fields`` (StructFields)."""
     from pyspark.sql.types import StructType
 
-    from .extract import stage_columns
+    from .sink import stage_columns
 
     names = [f.name for f in fields]
     pos = StructType([f.__class__(c, f.dataType, f.nullable)
@@ -1112,7 +1113,7 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     MERGE it into the mirror.  Into a mirror created by this run (``empty``) the MERGE
     would only insert: the folded rows that are not deletes are appended instead (after
     deleting the source's rows: a retried append adds nothing twice).  A ``folded`` delta is
-    one already folded (:func:`extract.fold_delta`: the typed columns, ``_op``, the order
+    one already folded (:func:`fold.fold_delta`: the typed columns, ``_op``, the order
     columns and ``_commit_ts``, one row per key)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F

@@ -20,9 +20,9 @@ def _warm_up(settings: Settings, pid_file: str, sources: list[str]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from . import extract as X
     from .commit import add_data_files, table_out
     from .job import run_load
+    from .sink import data_filesystem
     from .spark import build_session
     from .tables import delete_where, ensure_tables
 
@@ -50,7 +50,7 @@ def _warm_up(settings: Settings, pid_file: str, sources: list[str]) -> None:
     spark.table(t).mapInArrow(same, spark.table(t).schema).collect()
     out = table_out(spark, settings.table("statements"))
     path = out.location.rstrip("/") + "/warm-up.parquet"
-    fs, p = X.data_filesystem(path.rsplit("/", 1)[0])
+    fs, p = data_filesystem(path.rsplit("/", 1)[0])
     fs.create_dir(p, recursive=True)
     pq.write_table(pa.Table.from_pylist(
         [{"source": "warm", "file": "f", "pos": 4, "statement": "x", "run_id": "w"}],

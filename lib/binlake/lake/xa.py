@@ -16,7 +16,8 @@ from ..txn.files import BinlogFile
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
 from ..txn.spill import undo_changes
 from ..txn.xa import load_pending
-from . import extract as X
+from .records import CHANGE, TXN, change_record, txn_record
+from .sink import DataSink
 from .tables import (
     FILES,
     TRANSACTIONS,
@@ -24,8 +25,9 @@ from .tables import (
     XA_PREPARES,
     _q,
 )
+from .transport import CHANGE_FIELDS, wide_batches
 
-CHANGE_COLS = [n for n, _ in X.CHANGE_FIELDS]  # a change_tuple's fields
+CHANGE_COLS = [n for n, _ in CHANGE_FIELDS]  # a change_tuple's fields
 
 
 def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
@@ -171,7 +173,7 @@ def _orphan_txn(d: dict[str, Any]) -> dict[str, Any]:
             "statements": None, "order_seq": part["seq"], "order_pos": part["end_pos"]}
 
 
-def decide_xa_arrow(batches: Any, sink: X.DataSink) -> Any:
+def decide_xa_arrow(batches: Any, sink: DataSink) -> Any:
     """mapInArrow function (executors): prepare groups joined with their resolution in; the
     decided transactions and their row changes are written by ``sink``, and its WRITTEN
     records come out (WIDE_FIELDS batches), to be added in the same commits as the others."""
@@ -187,8 +189,8 @@ def decide_xa_arrow(batches: Any, sink: X.DataSink) -> Any:
                 row["resolution"])}
             for kind, rec in _decide_xa(row, res):
                 records.append((kind, tuple(rec[c] for c in CHANGE_COLS)
-                                if kind == X.CHANGE else rec))
-        yield from X.wide_batches(sink.write_records(f"{tag}-{n}", "", records))
+                                if kind == CHANGE else rec))
+        yield from wide_batches(sink.write_records(f"{tag}-{n}", "", records))
 
 
 def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
@@ -210,11 +212,11 @@ def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str
         txn.status = XA_ROLLED_BACK
         undo_changes(txn.changes)  # what an XA ROLLBACK can undo
     assign_order(txn)
-    yield X.TXN, X.txn_record(txn)
+    yield TXN, txn_record(txn)
     pks = orjson.loads(prep.get("pks") or "{}")
     for c in txn.changes:
         if c.applied:
-            yield X.CHANGE, X.change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
+            yield CHANGE, change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
 
 
 def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[str, Any]]:

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from ..config import Settings
-from ..lake.extract import engine_seeds
 from ..lake.spark import local_frame
+from ..lake.survey import engine_seeds
 from ..txn.files import BinlogFile
 from ..txn.gtidset import IntervalSet
 from ..txn.streamfacts import op_counts

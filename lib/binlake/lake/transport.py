@@ -1,0 +1,93 @@
+"""Arrow transport of a decode task's records (mapInArrow): the wide record batches
+(``WIDE_FIELDS``: a row change as typed columns, any other record as JSON text in ``meta``)
+that leave the executors' Python workers (:func:`wide_batches`), and the schema of the decode
+tasks' rows (``TASK_SCHEMA``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .records import (
+    CHANGE,
+)
+
+# Row changes (the bulk) travel as typed columns; every other kind rides as JSON text in
+# `meta` (parsed in Spark with from_json or on the driver): few columns, few Python appends.
+CHANGE_FIELDS: list[tuple[str, str]] = [
+    ("txn_id", "string"), ("gtid", "string"), ("order_seq", "int"), ("order_pos", "bigint"),
+    ("order_idx", "int"), ("commit_us", "bigint"), ("db", "string"), ("tbl", "string"),
+    ("op", "string"), ("before", "string"), ("after", "string"), ("pk", "string"),
+    ("statement", "string"), ("statement_pos", "bigint"), ("file", "string"),
+    ("pos", "bigint"), ("row", "int"), ("payload_index", "int"),
+    ("statement_payload_index", "int"),
+]
+
+
+WIDE_FIELDS: list[tuple[str, str]] = [("kind", "string"), *CHANGE_FIELDS, ("meta", "string")]
+
+
+WIDE_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in WIDE_FIELDS)
+
+
+TASK_SCHEMA = ("uri STRING, file STRING, seq INT, start BIGINT, `end` BIGINT, `index` INT, "
+               "last_in_file BOOLEAN, nontransactional ARRAY<STRING>, engines ARRAY<STRING>, "
+               "last_of_file BOOLEAN, newest BOOLEAN")
+
+
+_BATCH_ROWS = 8192
+
+
+_BATCH_BYTES = 32 << 20  # also cut a batch at ~32 MB of text (Arrow buffers stay small)
+
+
+_CHANGE_NAMES = [n for n, _ in CHANGE_FIELDS]
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64()}
+    return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
+
+
+def wide_batches(records: Any) -> Any:
+    """(kind, record) pairs -> Arrow record batches of WIDE_FIELDS.  A CHANGE record is a
+    :func:`change_tuple` or a :func:`change_record` dict; any other kind rides as JSON in
+    ``meta``.  Rows are built as tuples and transposed once per batch (zip(*rows)), not
+    appended column by column."""
+    import pyarrow as pa
+
+    schema = _arrow_schema()
+    types = [schema.field(i).type for i in range(len(schema))]
+    dumps = orjson.dumps
+    blank = (None,) * len(CHANGE_FIELDS)
+
+    def batch(rows: list[tuple[Any, ...]]) -> Any:
+        return pa.RecordBatch.from_arrays(
+            [pa.array(col, type=typ) for col, typ in zip(zip(*rows), types)], schema=schema)
+
+    rows: list[tuple[Any, ...]] = []
+    size = 0
+    for kind, rec in records:
+        if kind == CHANGE:
+            if isinstance(rec, dict):
+                rec = tuple(rec[c] for c in _CHANGE_NAMES)
+            rows.append((kind, *rec, None))
+            size += len(rec[9] or "") + len(rec[10] or "")
+        else:
+            m = dumps(rec, default=str).decode()
+            rows.append((kind, *blank, m))
+            size += len(m)
+        if len(rows) >= _BATCH_ROWS or size >= _BATCH_BYTES:
+            yield batch(rows)
+            rows = []
+            size = 0
+    if rows:
+        yield batch(rows)
+
+
+def meta_of(row: Any) -> dict[str, Any]:
+    return dict(orjson.loads(row["meta"]))
