@@ -6,7 +6,7 @@ that calls ``DataSink.write_records``: the record tables' Parquet files and the 
 changelogs, converted by ``typedconv.Converter``, with the mirrors' deltas staged) over the
 first range of a binlog: from position 4 to the end of the first Xid event at or past
 ``--mb`` MiB.  The sink's schemas are built here from ``lake/tables.py``'s DDL and the typed
-tables' plan (``lake/typed.py``), without Iceberg field ids and without a catalog.
+tables' plan (``lake/typed_plan.py``, ``lake/typed_table.py``), without Iceberg field ids and without a catalog.
 
 Prints the CPU time (``time.process_time``) of each of ``--repeat`` runs and the best.
 ``--dump DIR`` keeps the last run's output (the records decode_range returned and every data
@@ -105,13 +105,14 @@ def typed_outs(binlog: str, end: int, out: str, tables: dict[str, Any]) -> dict[
     for new typed tables (mirror deltas staged under ``out``)."""
     import pyspark.sql.types as st
 
-    from binlake.lake import typed as Y
+    from binlake.lake import typed_plan as Y
+    from binlake.lake.typed_table import _converter
 
     def parse(ddl: str) -> Any:  # no JVM here: the few types the converters' schemas use
         return st.StructType([st.StructField(n, _spark_type(st, t))
                               for n, t in split_fields(ddl)])
 
-    st._parse_datatype_string = parse  # used by typed._converter
+    st._parse_datatype_string = parse  # used by typed_table._converter
     if binlog not in _LAYOUTS:  # (the survey reads the whole file: once)
         _LAYOUTS[binlog] = survey_scan(binlog, file_seq(Path(binlog).name))[1]
     layouts = _LAYOUTS[binlog]
@@ -129,7 +130,7 @@ def typed_outs(binlog: str, end: int, out: str, tables: dict[str, Any]) -> dict[
         slots = slots_of[id(named[-1])]
         pk = named[-1].pk
         pk_slots = [slots[c] for c in pk] if pk and all(c in slots for c in pk) else []
-        conv, _ = Y._converter(lays, named, slots_of, plan, None, pk_slots)
+        conv, _ = _converter(lays, named, slots_of, plan, None, pk_slots)
         cl = f"cl_{db}_{tbl}"
         tables[cl] = TableOut(f"{out}/{cl}", schema_of(
             [*plan.columns.items(), *Y.CL_META]), (("_commit_ts", "day"),))

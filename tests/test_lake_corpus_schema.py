@@ -565,7 +565,7 @@ def lakes(spark_lake: Any, tmp_path_factory: pytest.TempPathFactory) -> list[Loa
 
 
 def _table_names(db: str, tbl: str) -> tuple[str, str]:
-    from binlake.lake.typed import table_names
+    from binlake.lake.typed_plan import table_names
 
     return table_names(db, tbl)
 
@@ -679,7 +679,7 @@ def test_created_tables_typed_and_keyed_by_create_names(spark_lake: Any,
     """Every table created in a loaded stream that has row changes: typed changelog and
     mirror tables with the CREATE's columns, every ``row_changes`` image keyed by the
     CREATE's names in its order, ``pk`` the CREATE's primary key."""
-    from binlake.lake.typed import column_base
+    from binlake.lake.typed_plan import column_base
 
     problems: list[str] = []
     seen: list[str] = []
@@ -877,7 +877,7 @@ def test_mirrors_equal_the_reference_replayed(spark_lake: Any, lakes: list[Loade
     reference's changes replayed in order -- one row per primary key; without a key, the
     multiset of rows, the copies of a row numbered 1..n in ``_dup``."""
     _need_mariadb_binlog()
-    from binlake.lake.typed import column_base
+    from binlake.lake.typed_plan import column_base
 
     problems: list[str] = []
     checked: list[str] = []

@@ -393,7 +393,7 @@ def _mirrors(spark: Any, settings: Any) -> set[str]:
 
 
 def _mirror_name(db: str, tbl: str) -> str:
-    from binlake.lake.typed import table_names
+    from binlake.lake.typed_plan import table_names
 
     return table_names(db, tbl)[1]
 

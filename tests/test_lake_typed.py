@@ -35,7 +35,16 @@ from typing import Any
 import pytest
 
 from binlake.lake import typed
-from binlake.lake.typed import Layout, Mapped, holds, map_column, plan_schema, table_names, widen
+from binlake.lake.typed_plan import (
+    CL_META,
+    Layout,
+    Mapped,
+    holds,
+    map_column,
+    plan_schema,
+    table_names,
+    widen,
+)
 
 from .servers import start_server
 
@@ -603,7 +612,7 @@ def test_schema_evolution(spark: Any, lake: dict[str, Any]) -> None:
     assert schema[:7] == [("id", "int"), ("a", "bigint"), ("b", "string"),
                           ("d", "decimal(9,2)"), ("gone", "string"), ("b__v2", "int"),
                           ("c", "timestamp_ntz")]
-    assert [n for n, _ in schema[7:]] == [n for n, _ in typed.CL_META]
+    assert [n for n, _ in schema[7:]] == [n for n, _ in CL_META]
     assert not lake["report"]["evolved"]  # created with every layout known: no ALTER needed
     rows = spark.sql(f"SELECT id, a, b, d, gone, b__v2, c, _op FROM {cl} "
                      "ORDER BY _order_seq, _order_pos, _order_idx").collect()

@@ -31,7 +31,8 @@ from typing import Any
 from ..config import Settings
 from ..schema.model import SchemaColumn, SchemaHistory, Version
 from .lifecycle import older_than
-from .typed import _exists, lit, q, table_names
+from .typed_ddl import _exists
+from .typed_plan import lit, q, table_names
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _STRING = re.compile(r"^'(?:[^'\\]|\\.|'')*'$", re.S)

@@ -46,7 +46,7 @@ def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
                typed: tuple[str, ...]) -> Any:
     """The latest change per key of the converted changes in ``table`` (Arrow; columns
     ``typed``, their old key ``olds``, ``_op``, the order columns, ``_commit_ts``), as
-    Spark's fold in ``typed._merge_mirror`` gives it: an update that changes the key is a
+    Spark's fold in ``typed_mirror._merge_mirror`` gives it: an update that changes the key is a
     delete of the old key (the old key values, no others) and then the row at the new key;
     keys compare null-safely; the change latest in commit order wins (a delete included)."""
     import numpy as np

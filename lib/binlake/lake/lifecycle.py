@@ -30,7 +30,9 @@ from typing import Any
 from ..config import Settings
 from ..schema.model import Position, SchemaHistory
 from .tables import delete_where
-from .typed import ORDER, _exists, lit, q, table_names
+from .typed_ddl import _exists
+from .typed_plan import lit, q, table_names
+from .typedconv import ORDER
 
 CLEARING = ("truncate", "drop", "create")
 Name = tuple[str, str]

@@ -24,22 +24,10 @@ from typing import Any
 
 from ..config import Settings
 from .tables import ROW_CHANGES, has_snapshots
-from .typed import (
-    INTERNAL,
-    MIRROR_META,
-    ORDER,
-    WATERMARK,
-    _after,
-    _convert,
-    _create,
-    _evolve,
-    _exists,
-    _props,
-    lit,
-    q,
-    table_names,
-    watermark_key,
-)
+from .typed_ddl import _create, _evolve, _exists, _props, watermark_key
+from .typed_plan import INTERNAL, MIRROR_META, WATERMARK, _after, lit, q, table_names
+from .typed_table import _convert
+from .typedconv import ORDER
 
 DUP = "_dup"
 NOPK_META: tuple[tuple[str, str], ...] = (*MIRROR_META, (DUP, "int"))
@@ -48,7 +36,7 @@ NOPK_META: tuple[tuple[str, str], ...] = (*MIRROR_META, (DUP, "int"))
 def fill_nopk_mirrors(spark: Any, settings: Settings, jobs: list[Any],
                       since: dict[tuple[str, str], tuple[int, int]]) -> dict[str, Any]:
     """The mirrors of the run's tables without a primary key (``jobs``: the typed step's
-    :class:`typed._TableJob` list); ``since``: per table, the position of the last
+    :class:`typed_table._TableJob` list); ``since``: per table, the position of the last
     lifecycle statement in the run's files.  Returns per ``db.tbl`` what was done."""
     out: dict[str, Any] = {}
     for job in jobs:

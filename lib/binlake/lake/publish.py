@@ -36,7 +36,7 @@ from ..config import Settings
 from .branch import check_branch_name
 from .commit import java_table
 from .tables import FILES
-from .typed import WATERMARK
+from .typed_plan import WATERMARK
 
 
 def _tables(spark: Any, settings: Settings) -> list[str]:

@@ -41,7 +41,7 @@ from ..schema.snapshot import (
 from ..schema.sqltext import version_number
 from ..schema.types import check_table_map
 from .tables import SCHEMA_HISTORY, delete_where, has_snapshots
-from .typed import lit
+from .typed_plan import lit
 
 _GEOMETRY_CODES = {v: k for k, v in GEOMETRY_NAMES.items()}
 

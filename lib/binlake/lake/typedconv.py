@@ -191,7 +191,7 @@ def _json(v: Any) -> str | None:
 
 
 def converter(kind: str, src_sql: str, col_sql: str) -> Conv:
-    """Value of a source column (``kind``/``src_sql``, see ``typed.Mapped``) -> the typed
+    """Value of a source column (``kind``/``src_sql``, see ``typed_plan.Mapped``) -> the typed
     column's value (``col_sql``: the same type or one that holds it)."""
     if kind == "cast":
         if src_sql in _INT_RANGE:

@@ -394,7 +394,7 @@ def _mirrors(spark: Any, settings: Settings, read: Any, rc: Any, src: str) -> An
     """Per mirror table: rows in it for the source vs inserts - deletes in row_changes."""
     from pyspark.sql import functions as F
 
-    from ..lake.typed import table_names
+    from ..lake.typed_plan import table_names
 
     schema = "table STRING, expected STRING, actual STRING"
     if rc is None:

@@ -1,0 +1,80 @@
+"""Spark DDL of the typed tables: whether a table exists, its typed columns and properties,
+creating (:func:`_create`) or evolving (:func:`_evolve`) a changelog or mirror to the planned
+schema, and the mirrors' watermark property (:func:`watermark_key`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Settings
+from .tables import TBLPROPERTIES
+from .typed_plan import (
+    WATERMARK,
+    holds,
+    lit,
+    q,
+    widen,
+)
+
+
+def _props(spark: Any, table: str) -> dict[str, str]:
+    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+
+
+def _exists(spark: Any, table: str) -> bool:
+    return bool(spark.catalog.tableExists(table))
+
+
+def _typed_columns(spark: Any, table: str, meta: tuple[tuple[str, str], ...]
+                   ) -> list[tuple[str, str]]:
+    names = {n for n, _ in meta}
+    return [(f.name, f.dataType.simpleString()) for f in spark.table(table).schema.fields
+            if f.name not in names]
+
+
+def _coldef(name: str, sql: str, comment: str | None = None) -> str:
+    return f"{q(name)} {sql}" + (f" COMMENT {lit(comment)}" if comment else "")
+
+
+def _create(spark: Any, table: str, typed: list[tuple[str, str]], comments: dict[str, str],
+            meta: tuple[tuple[str, str], ...], partitioning: str | None) -> None:
+    cols = [_coldef(n, t, comments.get(n)) for n, t in typed] + [_coldef(n, t) for n, t in meta]
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({', '.join(cols)}) USING iceberg "
+              + (f"PARTITIONED BY ({partitioning}) " if partitioning else "")
+              + f"TBLPROPERTIES ({TBLPROPERTIES})")
+
+
+def _evolve(spark: Any, table: str, target: dict[str, str], comments: dict[str, str],
+            meta: tuple[tuple[str, str], ...]) -> list[str]:
+    """Bring the typed columns of ``table`` to ``target`` (add missing ones after the last
+    typed column, widen types); return the statements run."""
+    have = dict(_typed_columns(spark, table, meta))
+    lower = {c.lower(): c for c in have}
+    done = []
+    last = list(have)[-1] if have else None
+    for name, sql in target.items():
+        cur = lower.get(name.lower())
+        if cur is None:
+            where = f" AFTER {q(last)}" if last else " FIRST"
+            stmt = f"ALTER TABLE {table} ADD COLUMN {_coldef(name, sql, comments.get(name))}"
+            spark.sql(stmt + where)
+            done.append(stmt + where)
+            last = name
+        elif have[cur] != sql:
+            if widen(have[cur], sql) is None and not holds(sql, have[cur]):
+                raise ValueError(f"{table}.{cur}: cannot change {have[cur]} to {sql}")
+            stmt = f"ALTER TABLE {table} ALTER COLUMN {q(cur)} TYPE {sql}"
+            spark.sql(stmt)
+            done.append(stmt)
+        if cur is not None:
+            last = cur
+    return done
+
+
+def watermark_key(spark: Any, settings: Settings) -> str:
+    """The mirror's watermark property: ``binlake.watermark.<source>`` on main; on a
+    write-audit-publish branch ``...<source>@<branch>`` (table properties are not per branch:
+    publishing moves the branch's value to the main key)."""
+    branch = spark.conf.get("spark.wap.branch", None)
+    return WATERMARK + settings.source + (f"@{branch}" if branch else "")

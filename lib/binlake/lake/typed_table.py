@@ -1,0 +1,317 @@
+"""One source table's typed step: what the driver prepares for it (:class:`_TableJob`,
+:func:`_prepare_table`: layouts, plan, created or evolved tables) and how its changelog and
+mirror are filled (:func:`_fill_table`, :func:`_fill`), with the converter of its row images
+to typed columns (:func:`_converter`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Settings
+from .tables import ROW_CHANGES, delete_where, has_snapshots
+from .typed_ddl import _create, _evolve, _exists, _props, _typed_columns, watermark_key
+from .typed_mirror import _merge_mirror
+from .typed_plan import (
+    CL_META,
+    INTERNAL,
+    MAX_POINTS,
+    MIRROR_META,
+    WATERMARK,
+    Layout,
+    Plan,
+    _after,
+    _Group,
+    lit,
+    plan_schema,
+    q,
+    table_names,
+)
+from .typedconv import NO_LAYOUT, NO_NAMES, ORDER
+
+
+@dataclass
+class _TableJob:
+    """One source table's typed step: its schema done (:func:`_prepare_table`), its rows to
+    convert and merge (:func:`_fill_table`)."""
+
+    db: str
+    tbl: str
+    rep: dict[str, Any]
+    layouts: list[Layout]
+    named: list[Layout] = field(default_factory=list)
+    plan: Plan | None = None  # None: nothing to fill (skipped)
+    slots_of: dict[int, dict[str, str]] = field(default_factory=dict)
+    pk_slots: list[str] = field(default_factory=list)
+    full: bool = False
+    wm: tuple[int, int, int] | None = None
+    seqs: list[int] | None = None
+    mirror_new: bool = False  # the mirror was created by this run: it is empty
+
+
+def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
+                   layouts: list[Layout], seqs: list[int] | None) -> _TableJob:
+    cl_name, m_name = table_names(db, tbl)
+    cl, mirror = settings.table(cl_name), settings.table(m_name)
+    rep: dict[str, Any] = {"changelog": cl, "mirror": None, "created": [], "evolved": [],
+                           "changelog_rows": 0, "mirror_rows": 0, "skipped": None,
+                           "notes": []}
+    named = [lay for lay in layouts if lay.has_names]
+    if not named:
+        rep["changelog"] = None
+        rep["skipped"] = ("the binlog does not name the columns (binlog_row_metadata is not "
+                          "FULL): no typed tables")
+        return _TableJob(db, tbl, rep, layouts)
+
+    # Schema: plan on the changelog, then bring the mirror to the same typed columns.
+    cl_exists = _exists(spark, cl)
+    mirror_existed = _exists(spark, mirror)
+    # created but never written (no snapshot: the typed tables are created before the files
+    # are decoded, and that run may have been killed): built like new ones
+    cl_filled = cl_exists and has_snapshots(spark, cl)
+    existing = _typed_columns(spark, cl, CL_META) if cl_exists else []
+    plan = plan_schema(existing, named)
+    if not cl_exists:
+        _create(spark, cl, list(plan.columns.items()), plan.comments, CL_META,
+                "days(_commit_ts)")
+        rep["created"].append(cl)
+    elif plan.actions:
+        rep["evolved"] += _evolve(spark, cl, plan.columns, plan.comments, CL_META)
+    slots_of = {id(lay): s for lay, s in zip(named, plan.slots)}
+    newest = named[-1]
+    slots = slots_of[id(newest)]
+    pk_slots = [slots[c] for c in newest.pk] if newest.pk and all(
+        c in slots for c in newest.pk) else []
+    # Only the run's files' changes, unless a typed table is new (then all of row_changes).
+    mirror_filled = mirror_existed and bool(pk_slots) and has_snapshots(spark, mirror)
+    full = seqs is None or not cl_filled or bool(pk_slots and not mirror_filled)
+    if pk_slots:
+        rep["mirror"] = mirror
+        if not mirror_existed:
+            _create(spark, mirror, list(plan.columns.items()), plan.comments, MIRROR_META,
+                    None)
+            rep["created"].append(mirror)
+        else:
+            rep["evolved"] += _evolve(spark, mirror, plan.columns, plan.comments, MIRROR_META)
+    else:
+        rep["notes"].append("no primary key: changelog only (no mirror)"
+                            + (f"; {mirror} is no longer maintained"
+                               if _exists(spark, mirror) else ""))
+    wm = None
+    if pk_slots:
+        props = _props(spark, mirror)
+        raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
+        if raw:
+            s, p, i = (int(x) for x in raw.split(","))
+            wm = (s, p, i)
+    return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs,
+                     bool(pk_slots) and not mirror_filled)
+
+
+def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    db, tbl, rep, layouts, named, plan = (job.db, job.tbl, job.rep, job.layouts, job.named,
+                                          job.plan)
+    assert plan is not None
+    slots_of, pk_slots, full, wm, seqs = job.slots_of, job.pk_slots, job.full, job.wm, job.seqs
+    cl, mirror = rep["changelog"], rep["mirror"] or settings.table(table_names(db, tbl)[1])
+    # Candidates: the changes of the run's files (the changelog's rows for those files are
+    # replaced; the mirror takes those newer than its watermark).
+    src = lit(settings.source)
+    scope = "" if full else f" AND order_seq IN ({', '.join(str(n) for n in seqs or [])})"
+    cand = spark.table(settings.table(ROW_CHANGES)).where(
+        f"source = {src} AND db = {lit(db)} AND tbl = {lit(tbl)}{scope}").select(
+        "txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before", "after",
+        "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
+    cl_delete = f"_source = {src}" + ("" if full else scope.replace("order_seq", "_order_seq"))
+    cand = cand.withColumn(f"{INTERNAL}seq", F.expr(
+        "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
+    cand_seqs: set[int] | None = None
+    if len({lay.seq for lay in layouts}) > MAX_POINTS:  # only the candidates' files
+        cand = cand.persist(StorageLevel.MEMORY_AND_DISK)
+        cand_seqs = {r[0] for r in cand.select(f"{INTERNAL}seq").distinct().collect()}
+    try:
+        conv = _convert(cand, layouts, named, slots_of, plan, cand_seqs, pk_slots)
+        conv = conv.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots, wm, rep,
+                  mirror_new=job.mirror_new)
+        finally:
+            conv.unpersist()
+    finally:
+        cand.unpersist()
+
+
+def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: dict[int, Any],
+             plan: Plan, seqs: set[int] | None, pk_slots: list[str]) -> Any:
+    """The candidates with their typed columns, converted in Python on the executors
+    (:mod:`binlake.lake.typedconv`): ``_txn_id``, ``_op``, the order key, ``_commit_ts``,
+    the layout group in force, the typed columns, ``_absent``, a mismatch flag and, for
+    updates of a table with a key, the key's values before the change."""
+    conv, ddl = _converter(layouts, named, slots_of, plan, seqs, pk_slots)
+    return cand.mapInArrow(conv, ddl)
+
+
+def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, Any],
+               plan: Plan, seqs: set[int] | None, pk_slots: list[str]) -> tuple[Any, str]:
+    """The :class:`typedconv.Converter` of :func:`_convert` and its output schema (DDL)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from .typedconv import Converter
+
+    # Layout groups (layouts converting identically) and the change points of the files
+    # the candidates come from (the layout in force: the last one before the row, same file).
+    groups: dict[Any, _Group] = {}
+    gid_of: dict[int, int] = {}
+    for lay in named:
+        slots = slots_of[id(lay)]
+        sig = (lay.columns, tuple(sorted(slots.items())))
+        if sig not in groups:
+            groups[sig] = _Group(len(groups), lay, slots)
+        gid_of[id(lay)] = groups[sig].gid
+    points: list[tuple[int, int, int]] = []
+    for lay in layouts:
+        if seqs is not None and lay.seq not in seqs:
+            continue
+        gi = gid_of[id(lay)] if lay.has_names else NO_NAMES
+        if points and points[-1][0] == lay.seq and points[-1][2] == gi:
+            continue
+        points.append((lay.seq, lay.pos, gi))
+    by_seq: dict[int, list[tuple[int, int]]] = {}
+    for ps, pp, gi in points:
+        by_seq.setdefault(ps, []).append((pp, gi))
+    used = {gi for _, _, gi in points}
+    conv_groups = {}
+    for g in groups.values():
+        if g.gid not in used:
+            continue
+        cols, taken = [], set()
+        for src, m in g.layout.columns:
+            if g.slots[src] not in taken:  # the first source of a typed column fills it
+                taken.add(g.slots[src])
+                cols.append((src, m.kind, m.sql, g.slots[src]))
+        kinds = dict(g.layout.columns)
+        inv: dict[str, str] = {}
+        for src, c in g.slots.items():
+            inv.setdefault(c, src)
+        keys = [(inv[c], kinds[inv[c]].kind, kinds[inv[c]].sql, i)
+                for i, c in enumerate(pk_slots) if c in inv]
+        conv_groups[g.gid] = (cols, keys)
+    fields = [("_txn_id", "string"), ("_op", "string"), ("_order_seq", "int"),
+              ("_order_pos", "bigint"), ("_order_idx", "int"), ("_commit_ts", "timestamp"),
+              (f"{INTERNAL}layout", "int"), (f"{INTERNAL}in_cl", "boolean"),
+              *plan.columns.items(), ("_absent", "array<string>"),
+              (f"{INTERNAL}mismatch", "boolean"),
+              *[(f"{INTERNAL}old{i}", plan.columns[c]) for i, c in enumerate(pk_slots)]]
+    ddl = ", ".join(f"{q(n)} {t}" for n, t in fields)
+    struct = _parse_datatype_string(ddl)
+    assert isinstance(struct, StructType)
+    conv = Converter(by_seq, conv_groups, list(plan.columns.items()), list(pk_slots),
+                     to_arrow_schema(struct))
+    return conv, ddl
+
+
+def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mirror: str,
+          plan: Plan, pk_slots: list[str], wm: tuple[int, int, int] | None,
+          rep: dict[str, Any], stats: dict[str, Any] | None = None,
+          write_changelog: Any = None, mirror_new: bool = False, fold: Any = None) -> None:
+    """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
+    mirror.  Tables are filled in threads; their commits queue for the catalog's connection
+    (one per JVM on SQLite: see :func:`binlake.lake.spark.jdbc_catalog_properties`).
+    ``fold(blocked)``, when given, applies the delta to the mirror in place of
+    :func:`_merge_mirror` (see :func:`_fold_fast`; it returns where the delta was folded)."""
+    from pyspark.sql import functions as F
+
+    t0 = time.time()
+    steps = rep.setdefault("steps", {})
+
+    def step(name: str) -> None:
+        nonlocal t0
+        steps[name] = round(time.time() - t0, 3)
+        t0 = time.time()
+
+    L = f"{INTERNAL}layout"
+    new_cl = f"{INTERNAL}in_cl IS NULL AND {L} >= 0"
+    delta = _after(wm) if pk_slots else "false"
+    okey = "struct(_order_seq, _order_pos, _order_idx)"
+    if stats is None:
+        stats = _stats(conv, new_cl, delta, okey)
+    step("convert")
+    if stats["no_layout"]:
+        rep["notes"].append(f"{stats['no_layout']} change(s) in files whose layouts are not "
+                            "recorded: left for a load of those files")
+    if stats["no_names"]:
+        rep["notes"].append(f"{stats['no_names']} change(s) logged without column names: "
+                            "not in the typed tables")
+    if stats["mismatch"]:
+        rep["notes"].append(f"{stats['mismatch']} change(s) whose image has columns the layout "
+                            "in force does not name")
+    typed = list(plan.columns)
+
+    def changelog() -> None:
+        if write_changelog is not None:
+            write_changelog()
+            return
+        delete_where(spark, cl, cl_delete)
+        if stats["cl"]:
+            cols = [f.name for f in spark.table(cl).schema.fields]
+            conv.where(new_cl).select(
+                *[F.col(q(c)) for c in typed], "_op", *ORDER, "_commit_ts", "_txn_id",
+                F.lit(settings.source).alias("_source"), "_absent").select(
+                *[F.col(q(c)) for c in cols]).writeTo(cl).append()
+
+    changelog()
+    rep["changelog_rows"] = int(stats["cl"] or 0)
+    step("changelog")
+    if not pk_slots or not stats["delta"]:
+        return
+    last = stats["last"]
+    cond = delta
+    if stats["blocked"] is not None:
+        b = tuple(stats["blocked"])
+        rep["notes"].append(f"mirror stopped before change {b[0]},{b[1]},{b[2]}: its file's "
+                            "layouts are not recorded (rerun the load of that file)")
+        cond += f" AND NOT {_after(b, strict=False)}"
+        last, n = conv.where(cond).agg(
+            F.max(F.expr(okey)), F.sum(F.expr(f"CASE WHEN {L} >= 0 THEN 1 ELSE 0 END"))
+        ).collect()[0]
+    else:
+        n = stats["todo"]
+    if n and fold is not None:
+        blocked = tuple(stats["blocked"]) if stats["blocked"] is not None else None
+        rep["mirror_fold"] = fold(blocked) or "executor"
+    elif n:
+        rep["mirror_fold"] = "spark"
+        _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"), mirror, plan,
+                      pk_slots, bool(stats["partial"]), mirror_new)
+    step("mirror")
+    rep["mirror_rows"] = int(n or 0)
+    if last is not None:
+        spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
+                  f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
+        step("watermark")
+
+
+def _stats(conv: Any, new_cl: str, delta: str, okey: str) -> dict[str, Any]:
+    """What :func:`_fill` needs to know of the converted candidates (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    L = f"{INTERNAL}layout"
+    return conv.agg(
+        F.sum(F.expr(f"CASE WHEN {new_cl} THEN 1 ELSE 0 END")).alias("cl"),
+        F.sum(F.expr(f"CASE WHEN {delta} THEN 1 ELSE 0 END")).alias("delta"),
+        F.sum(F.expr(f"CASE WHEN {delta} AND {L} >= 0 THEN 1 ELSE 0 END")).alias("todo"),
+        F.max(F.expr(f"{delta} AND {L} >= 0 AND _op = 'update' AND size(_absent) > 0"))
+        .alias("partial"),
+        F.min(F.expr(f"CASE WHEN {delta} AND {L} = {NO_LAYOUT} THEN {okey} END"))
+        .alias("blocked"),
+        F.max(F.expr(f"CASE WHEN {delta} THEN {okey} END")).alias("last"),
+        F.sum(F.expr(f"CASE WHEN {L} = {NO_LAYOUT} THEN 1 ELSE 0 END")).alias("no_layout"),
+        F.sum(F.expr(f"CASE WHEN {L} = {NO_NAMES} THEN 1 ELSE 0 END")).alias("no_names"),
+        F.sum(F.expr(f"CASE WHEN {INTERNAL}mismatch THEN 1 ELSE 0 END")).alias("mismatch"),
+    ).collect()[0].asDict()
