@@ -303,16 +303,26 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
 
 def table_reader(spark: Any, settings: Settings, branch: str | None) -> Any:
     """read(name) -> the lake table as of ``branch`` (main when the table has no such
-    branch), or None when the table does not exist."""
+    branch), or None when the table does not exist.  Each table is looked up once, its
+    branch through the Iceberg table's refs (no Spark job: validation reads about fifteen
+    tables, and a query of each one's ``refs`` table was a job of its own)."""
+    from ..lake.commit import java_table
+
+    seen: dict[str, Any] = {}
+
     def read(name: str) -> Any:
+        if name in seen:
+            return seen[name]
         full = settings.table(name)
-        if not spark.catalog.tableExists(full):
-            return None
-        if branch:
-            refs = spark.sql(f"SELECT name FROM {full}.refs WHERE name = '{_q(branch)}'")
-            if refs.count():
-                return spark.read.option("branch", branch).table(full)
-        return spark.table(full)
+        df = None
+        if spark.catalog.tableExists(full):
+            df = spark.table(full)
+            if branch:
+                ref = java_table(spark, full).refs().get(branch)
+                if ref is not None and ref.isBranch():
+                    df = spark.read.option("branch", branch).table(full)
+        seen[name] = df
+        return df
 
     return read
 
