@@ -228,9 +228,10 @@ def write_results(spark: Any, settings: Settings, report: ValidationReport) -> N
 
 
 def _pin(df: Any) -> Any:
-    """``df`` computed once and kept in memory: each expectation queries its dataset a few
-    times (count, rows), and the datasets are filters, joins and windows over the stream facts
-    and the lake's tables, which would otherwise be computed again for every query."""
+    """``df`` computed once and kept by the executors (a local checkpoint, freed with the
+    session's garbage): each expectation queries its dataset a few times (count, rows), and
+    the datasets are filters, joins and windows over the stream facts and the lake's tables,
+    which would otherwise be computed again for every query."""
     if df is None:
         return None
     return df.localCheckpoint(eager=True)
@@ -254,7 +255,6 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
     prefixes, as ``binlake load``) and, with ``lake``, what the lake (as of ``branch``) holds of
     them.  Writes Data Docs and, with ``write``, the ``validation_results`` rows."""
     t0 = time.time()
-    pinned: dict[str, Any] = {}
     check_sources(sources)
     files = discover(sources)
     if not files:
@@ -280,16 +280,12 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
             notes.update(lake_notes)
         t1 = time.time()
         with ThreadPoolExecutor(max_workers=4) as pool:  # small jobs: keep the cores busy
-            pinned.update(zip(frames, pool.map(_pin, frames.values())))
-        frames = dict(pinned)
+            frames = dict(zip(frames, pool.map(_pin, frames.values())))
         log.info("validate: datasets computed in %.1f s", time.time() - t1)
         run_name = f"{run_id}-{uuid.uuid4().hex[:4]}"
         report.results, report.data_docs = run_suites(
             spark, frames, selected, data_docs_dir(settings), notes, run_name)
     finally:
-        for df in pinned.values():
-            if df is not None:
-                df.unpersist()
         stream.records.unpersist()
     if write:
         write_results(spark, settings, report)
