@@ -40,6 +40,12 @@ def java_table(spark: Any, name: str) -> Any:
         spark._jsparkSession, name)
 
 
+def has_branch(jtable: Any, branch: str) -> bool:
+    """Whether the Iceberg Java table has a branch (not a tag) of that name."""
+    ref = jtable.refs().get(branch)
+    return ref is not None and bool(ref.isBranch())
+
+
 def add_data_files(spark: Any, settings: Settings, table: str,
                    written: list[dict[str, Any]], run_id: str) -> None:
     """One Iceberg commit (an append snapshot) adding Parquet data files written by the

@@ -24,8 +24,8 @@ from typing import Any
 
 from ..config import Settings
 from .tables import ROW_CHANGES, has_snapshots
-from .typed_ddl import _create, _evolve, _exists, _props, watermark_key
-from .typed_plan import INTERNAL, MIRROR_META, WATERMARK, _after, lit, q, table_names
+from .typed_ddl import _create, _evolve, _exists, read_watermark, watermark_key
+from .typed_plan import INTERNAL, MIRROR_META, _after, lit, q, table_names
 from .typed_table import _convert
 from .typedconv import ORDER
 
@@ -72,13 +72,7 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
             return rep
         _evolve(spark, mirror, plan.columns, plan.comments, NOPK_META)
     filled = existed and has_snapshots(spark, mirror)
-    wm = None
-    if filled:
-        props = _props(spark, mirror)
-        raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
-        if raw:
-            s, p, i = (int(x) for x in raw.split(","))
-            wm = (s, p, i)
+    wm = read_watermark(spark, settings, mirror) if filled else None
     src = lit(settings.source)
     scope = ("" if not filled or not job.seqs else
              f" AND order_seq IN ({', '.join(str(n) for n in job.seqs)})")

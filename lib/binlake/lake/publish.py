@@ -34,7 +34,7 @@ from typing import Any
 
 from ..config import Settings
 from .branch import check_branch_name
-from .commit import java_table
+from .commit import has_branch, java_table
 from .tables import FILES
 from .typed_plan import WATERMARK
 
@@ -43,11 +43,6 @@ def _tables(spark: Any, settings: Settings) -> list[str]:
     rows = spark.sql(f"SHOW TABLES IN {settings.catalog_name}.{settings.namespace}").collect()
     names = sorted(r["tableName"] for r in rows)
     return [n for n in names if n != FILES] + ([FILES] if FILES in names else [])
-
-
-def _has_branch(jtable: Any, branch: str) -> bool:
-    ref = jtable.refs().get(branch)
-    return ref is not None and ref.isBranch()
 
 
 def _move_watermarks(jtable: Any, branch: str, keep: bool) -> None:
@@ -88,7 +83,7 @@ def _finish(spark: Any, settings: Settings, branch: str, keep: bool) -> list[str
     for name in _tables(spark, settings):
         table = settings.table(name)
         jtable = java_table(spark, table)
-        if not _has_branch(jtable, branch):
+        if not has_branch(jtable, branch):
             continue
         if keep:
             _publish_table(spark, settings, name, branch, jtable)

@@ -280,7 +280,6 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "4")
-         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.driver.memory", settings.spark_driver_memory)
          .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
     jars = [] if submitted else jars_for(settings)
@@ -337,9 +336,6 @@ def pyiceberg_catalog(settings: Settings) -> Any:
 
 # -- small driver-side tables ----------------------------------------------------------------
 
-_INT_DTYPES: dict[Any, Any] = {}
-
-
 def local_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
     """``rows`` (tuples in ``schema``'s order) as a DataFrame held in the query plan (a
     LocalRelation, through Arrow), which Spark reads without a Python worker.
@@ -356,10 +352,9 @@ def local_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
     struct = _parse_datatype_string(schema)
     if not isinstance(struct, StructType):
         raise ValueError(f"local_frame: {schema!r} is not a row schema")
-    if not _INT_DTYPES:
-        _INT_DTYPES.update({pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
-                            pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
-                            pa.bool_(): pd.BooleanDtype()})
+    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+                pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+                pa.bool_(): pd.BooleanDtype()}  # pandas' own would make NULLs NaN floats
     arrow = to_arrow_schema(struct)
     cols = list(zip(*rows)) if rows else [() for _ in arrow]
     if len(cols) != len(arrow):
@@ -367,6 +362,7 @@ def local_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
                          f"{len(arrow)} columns")
     table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(cols, arrow)],
                      schema=arrow)
+    # (session-wide; binlake calls toPandas nowhere, and Arrow is what makes a LocalRelation)
     if spark.conf.get("spark.sql.execution.arrow.pyspark.enabled", "false") != "true":
         spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    return spark.createDataFrame(table.to_pandas(types_mapper=_INT_DTYPES.get), struct)
+    return spark.createDataFrame(table.to_pandas(types_mapper=nullable.get), struct)

@@ -78,3 +78,14 @@ def watermark_key(spark: Any, settings: Settings) -> str:
     publishing moves the branch's value to the main key)."""
     branch = spark.conf.get("spark.wap.branch", None)
     return WATERMARK + settings.source + (f"@{branch}" if branch else "")
+
+
+def read_watermark(spark: Any, settings: Settings, mirror: str) -> tuple[int, int, int] | None:
+    """The order key up to which ``mirror`` holds the source's changes (its watermark
+    property on the current branch, else main's), or None."""
+    props = _props(spark, mirror)
+    raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
+    if not raw:
+        return None
+    s, p, i = (int(x) for x in raw.split(","))
+    return (s, p, i)

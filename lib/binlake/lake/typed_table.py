@@ -12,14 +12,13 @@ from typing import Any
 
 from ..config import Settings
 from .tables import ROW_CHANGES, delete_where, has_snapshots
-from .typed_ddl import _create, _evolve, _exists, _props, _typed_columns, watermark_key
+from .typed_ddl import _create, _evolve, _exists, _typed_columns, read_watermark, watermark_key
 from .typed_mirror import _merge_mirror
 from .typed_plan import (
     CL_META,
     INTERNAL,
     MAX_POINTS,
     MIRROR_META,
-    WATERMARK,
     Layout,
     Plan,
     _after,
@@ -99,13 +98,7 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
         rep["notes"].append("no primary key: changelog only (no mirror)"
                             + (f"; {mirror} is no longer maintained"
                                if _exists(spark, mirror) else ""))
-    wm = None
-    if pk_slots:
-        props = _props(spark, mirror)
-        raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
-        if raw:
-            s, p, i = (int(x) for x in raw.split(","))
-            wm = (s, p, i)
+    wm = read_watermark(spark, settings, mirror) if pk_slots else None
     return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs,
                      bool(pk_slots) and not mirror_filled)
 

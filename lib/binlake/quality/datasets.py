@@ -306,7 +306,7 @@ def table_reader(spark: Any, settings: Settings, branch: str | None) -> Any:
     branch), or None when the table does not exist.  Each table is looked up once, its
     branch through the Iceberg table's refs (no Spark job: validation reads about fifteen
     tables, and a query of each one's ``refs`` table was a job of its own)."""
-    from ..lake.commit import java_table
+    from ..lake.commit import has_branch, java_table
 
     seen: dict[str, Any] = {}
 
@@ -317,10 +317,8 @@ def table_reader(spark: Any, settings: Settings, branch: str | None) -> Any:
         df = None
         if spark.catalog.tableExists(full):
             df = spark.table(full)
-            if branch:
-                ref = java_table(spark, full).refs().get(branch)
-                if ref is not None and ref.isBranch():
-                    df = spark.read.option("branch", branch).table(full)
+            if branch and has_branch(java_table(spark, full), branch):
+                df = spark.read.option("branch", branch).table(full)
         seen[name] = df
         return df
 
