@@ -46,18 +46,10 @@ def has_branch(jtable: Any, branch: str) -> bool:
     return ref is not None and bool(ref.isBranch())
 
 
-def add_data_files(spark: Any, settings: Settings, table: str,
-                   written: list[dict[str, Any]], run_id: str) -> None:
-    """One Iceberg commit (an append snapshot) adding Parquet data files written by the
-    executors: ``written`` are their WRITTEN records (path, rows, partition values).  The
-    commit goes through Spark's catalog in this JVM (the same connection pool Spark's own
-    writes use: a second SQLite client would meet "database is locked"), on the
-    write-audit-publish branch when one is set (created from main's current snapshot, as
-    Spark's own writes do).  Column statistics come from each file's Parquet footer."""
-    jvm = spark._jvm
-    ice = jvm.org.apache.iceberg
-    name = table if "." in table else settings.table(table)  # a full name: as is
-    jtable = java_table(spark, name)
+def data_file_builder(spark: Any, jtable: Any) -> Any:
+    """A function of a WRITTEN record (path, rows, partition values) to the Iceberg Java
+    ``DataFile`` of ``jtable``; column statistics from the file's Parquet footer."""
+    ice = spark._jvm.org.apache.iceberg
     spec = jtable.spec()
     metrics_config = ice.MetricsConfig.forTable(jtable)
     io = jtable.io()
@@ -75,6 +67,20 @@ def add_data_files(spark: Any, settings: Settings, table: str,
                 .withFileSizeInBytes(inp.getLength())
                 .withMetrics(file_metrics(inp, metrics_config)).withPartition(part).build())
 
+    return data_file
+
+
+def add_data_files(spark: Any, settings: Settings, table: str,
+                   written: list[dict[str, Any]], run_id: str) -> None:
+    """One Iceberg commit (an append snapshot) adding Parquet data files written by the
+    executors: ``written`` are their WRITTEN records (path, rows, partition values).  The
+    commit goes through Spark's catalog in this JVM (the same connection pool Spark's own
+    writes use: a second SQLite client would meet "database is locked"), on the
+    write-audit-publish branch when one is set (created from main's current snapshot, as
+    Spark's own writes do).  Column statistics come from each file's Parquet footer."""
+    name = table if "." in table else settings.table(table)  # a full name: as is
+    jtable = java_table(spark, name)
+    data_file = data_file_builder(spark, jtable)
     # Each file's footer is read for its column statistics: a few files at once (the JVM
     # serves each Python thread on its own thread).
     with ThreadPoolExecutor(max_workers=4) as pool:

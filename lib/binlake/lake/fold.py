@@ -98,20 +98,10 @@ def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
     before ``blocked``), fold them (:func:`fold_delta`) and write the result (see
     :class:`FoldSpec`).  Returns the WRITTEN records of the mirror's data files, or one
     record naming the folded file."""
-    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    parts = [pq.read_table(p) for p in spec.paths]
-    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-    del parts
-    table = table.rename_columns(list(spec.names))
-    keep = pc.greater_equal(table.column("__bl_layout"), 0)
-    if spec.blocked is not None:
-        keep = pc.and_(keep, _order_beyond(table, spec.blocked, False))
-    table = table.filter(pc.fill_null(keep, False))
-    folded = fold_delta(table, spec.pk, spec.olds, spec.typed)
-    del table
+    folded = fold_staged(spec)
     if spec.mirror is None:
         assert spec.out is not None
         fs, path = data_filesystem(spec.out.rsplit("/", 1)[0])
@@ -125,3 +115,21 @@ def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
         return []
     return spec.sink._write_parts(spec.mirror, "mirror", "",
                                   spec.sink.shaped(spec.mirror, rows), [])
+
+
+def fold_staged(spec: FoldSpec) -> Any:
+    """The staged delta of ``spec`` read, the changes to apply kept (a known layout, before
+    ``blocked``) and folded (:func:`fold_delta`): an Arrow table."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    parts = [pq.read_table(p) for p in spec.paths]
+    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+    del parts
+    table = table.rename_columns(list(spec.names))
+    keep = pc.greater_equal(table.column("__bl_layout"), 0)
+    if spec.blocked is not None:
+        keep = pc.and_(keep, _order_beyond(table, spec.blocked, False))
+    table = table.filter(pc.fill_null(keep, False))
+    return fold_delta(table, spec.pk, spec.olds, spec.typed)

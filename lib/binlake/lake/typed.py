@@ -448,8 +448,10 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     the folded rows as data files, in one commit after its source's rows are deleted (a
     retry adds nothing twice); an existing one MERGEs the folded delta, folded on the
     driver when ``here`` (a small delta: ``DRIVER_FOLD_ROWS``, ``DRIVER_FOLD_BYTES``; the
-    same function, without a Spark job).  Returns where it was folded: ``executor`` or
-    ``driver``."""
+    same function, without a Spark job), and then MERGEd by the driver too
+    (:func:`mirror_merge.merge_on_driver`: no Spark job at all) unless it declines.  Returns
+    where it was folded and merged: ``executor`` (then Spark's MERGE), ``driver`` (both on
+    the driver) or ``driver-fold`` (folded on the driver, MERGEd by Spark)."""
 
     from .commit import table_out
     from .fold import FoldSpec, fold_mirror
@@ -474,6 +476,13 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
             return "executor"
     path = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}.parquet"
     if here:
+        # folded here, and MERGEd here too when the mirror is one the driver's merge takes
+        from .fold import fold_staged
+        from .mirror_merge import merge_on_driver
+
+        folded = fold_staged(spec)
+        if merge_on_driver(spark, settings, mirror, folded, pk, run_id) is not None:
+            return "driver"
         fold_mirror(replace(spec, out=path))
     else:
         sc.parallelize([replace(spec, out=path)], 1).flatMap(fold_mirror).collect()
@@ -482,7 +491,7 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                                                       "_commit_ts")], [path])
     _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
                   job.mirror_new, folded=True)
-    return "driver" if here else "executor"
+    return "driver-fold" if here else "executor"
 
 
 def _read_staged(spark: Any, fields: list[Any], paths: list[str]) -> Any:

@@ -1,0 +1,257 @@
+"""A small folded delta MERGEd into a mirror by the driver, without a Spark job
+(:func:`merge_on_driver`): what Spark's merge-on-read MERGE (``typed_mirror._apply_mirror``)
+writes, written here.
+
+The mirror's live rows of the delta's keys are found from Iceberg's scan plan (the files the
+keys' column statistics do not rule out) and those files' key and order columns, read with
+pyarrow (field ids, not names: a renamed column is still found) less the rows earlier position
+deletes removed.  A matched row the delta's change is newer than is deleted (a position delete
+file); the delta's rows that are not deletes, and are new keys or newer than their match, are
+appended (a data file); both in one Iceberg row-delta commit, validated against the snapshot
+read (a data file removed meanwhile, by compaction, fails it rather than losing a delete).
+
+It declines (returns None, the caller MERGEs through Spark) what it does not handle: a
+partitioned mirror or one of format version 1, a NULL key in the delta, equality deletes or
+deletion vectors in the mirror, key types pyarrow cannot join on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import Settings
+from .commit import data_file_builder, has_branch, java_table, table_out
+from .sink import DataSink, data_filesystem
+from .typedconv import ORDER
+
+# The Iceberg spec's field ids of a position delete file's columns.
+DELETE_PATH_ID = 2147483546
+DELETE_POS_ID = 2147483545
+# Keys listed in the scan's filter (file pruning by column statistics) up to this many.
+FILTER_MAX_KEYS = 20_000
+_S = "__bl_s"  # prefix of the delta's order columns after the join
+
+
+def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
+                    pk: Sequence[str], run_id: str) -> dict[str, int] | None:
+    """MERGE ``folded`` (Arrow: one change per key; the typed columns, ``_op``, the order
+    columns, ``_commit_ts``) into ``mirror`` (keys ``pk``) as :func:`typed_mirror._apply_mirror`
+    would, in one commit; on the write-audit-publish branch when one is set.  Returns the
+    counts (``deleted`` rows, ``inserted`` rows), or None when declined (see the module)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pk = list(pk)
+    if not folded.num_rows:
+        return {"deleted": 0, "inserted": 0}
+    if any(folded.column(c).null_count for c in pk):
+        return None
+    jtable = java_table(spark, mirror)
+    if not jtable.spec().isUnpartitioned() or jtable.operations().current().formatVersion() < 2:
+        return None
+    branch = spark.conf.get("spark.wap.branch", None)
+    snap = (jtable.snapshot(branch) if branch and has_branch(jtable, branch)
+            else jtable.currentSnapshot())
+    live = _live_rows(spark, settings, jtable, snap, folded, pk)
+    if live is None:
+        return None
+    delta = folded.select(pk).append_column("__bl_row", pa.array(
+        range(folded.num_rows), pa.int64()))
+    for c in ORDER:
+        delta = delta.append_column(_S + c, folded.column(c))
+    try:
+        joined = live.join(delta, keys=pk, join_type="inner")
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None  # a key type the hash join does not take: Spark's MERGE
+    newer = _order_gt(joined, [_S + c for c in ORDER], list(ORDER))
+    gone = joined.filter(newer).select(["__bl_path", "__bl_pos"])
+    # a delta row is applied when its key is new or it is newer than a row it matched
+    matched = pc.is_in(delta.column("__bl_row"), value_set=joined.column("__bl_row"))
+    won = pc.is_in(delta.column("__bl_row"), value_set=joined.filter(newer).column("__bl_row"))
+    applies = pc.or_(pc.invert(matched), won)
+    ins = pc.and_(applies, pc.not_equal(folded.column("_op"), "delete"))
+    rows = folded.filter(ins)
+    if not gone.num_rows and not rows.num_rows:
+        return {"deleted": 0, "inserted": 0}
+
+    out = table_out(spark, mirror)
+    sink = DataSink({mirror: out}, settings.source, run_id, settings.s3_endpoint_url,
+                    attempt=uuid.uuid4().hex[:8])
+    written = (sink._write_parts(mirror, "merge", "", sink.shaped(mirror, rows), [])
+               if rows.num_rows else [])
+    deletes = []
+    if gone.num_rows:
+        order = pc.sort_indices(gone, sort_keys=[("__bl_path", "ascending"),
+                                                 ("__bl_pos", "ascending")])
+        gone = gone.take(order)
+        schema = pa.schema([
+            pa.field("file_path", pa.string(), nullable=False,
+                     metadata={b"PARQUET:field_id": str(DELETE_PATH_ID).encode()}),
+            pa.field("pos", pa.int64(), nullable=False,
+                     metadata={b"PARQUET:field_id": str(DELETE_POS_ID).encode()})])
+        posdel = pa.Table.from_arrays([gone.column(0).cast(pa.string()),
+                                       gone.column(1).cast(pa.int64())], schema=schema)
+        deletes = sink._write_files(mirror, "deletes", "", [((), posdel)])
+    _commit(spark, jtable, mirror, written, deletes,
+            sorted(set(gone.column("__bl_path").to_pylist())), snap, branch, run_id)
+    return {"deleted": gone.num_rows, "inserted": rows.num_rows}
+
+
+def _order_gt(t: Any, a: list[str], b: list[str]) -> Any:
+    """Mask: the order key in columns ``a`` is after the one in ``b`` (lexicographic)."""
+    import pyarrow.compute as pc
+
+    out = None
+    for x, y in zip(reversed(a), reversed(b)):
+        gt = pc.greater(t.column(x), t.column(y))
+        out = gt if out is None else pc.or_(gt, pc.and_(pc.equal(t.column(x), t.column(y)),
+                                                        out))
+    return pc.fill_null(out, False)
+
+
+def _live_rows(spark: Any, settings: Settings, jtable: Any, snap: Any, folded: Any,
+               pk: list[str]) -> Any:
+    """The mirror's live rows of the source whose first key column takes a value of the
+    delta's: the key columns, the order columns, ``__bl_path`` and ``__bl_pos`` (the data
+    file and the row's position in it).  None: a file this does not read (see the module)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = jtable.schema()
+    cols = [*pk, *ORDER, "_source"]
+    ids = {}
+    for c in cols:
+        f = schema.findField(c)
+        if f is None:
+            return None
+        ids[int(f.fieldId())] = c
+    empty = pa.schema([*(folded.schema.field(c) for c in pk),
+                       *(folded.schema.field(c) for c in ORDER),
+                       pa.field("__bl_path", pa.string()), pa.field("__bl_pos", pa.int64())])
+    if snap is None:
+        return empty.empty_table()
+    keys = pc.unique(folded.column(pk[0]))
+    tasks = _plan(spark, settings, jtable, snap, pk[0], keys, folded.schema.field(pk[0]).type)
+    if tasks is None:
+        return None
+    deletes: dict[str, Any] = {}
+    parts = []
+    for path, dels in tasks:
+        t = _read_columns(path, ids, settings)
+        if t is None:
+            return None
+        t = t.append_column("__bl_pos", pa.array(range(t.num_rows), pa.int64()))
+        dead = [_deleted_positions(d, path, deletes, settings) for d in dels]
+        mask = pc.and_(pc.equal(t.column("_source"), settings.source),
+                       pc.is_in(t.column(pk[0]), value_set=keys.cast(t.column(pk[0]).type)))
+        for d in dead:
+            if d is not None and len(d):
+                mask = pc.and_(mask, pc.invert(pc.is_in(t.column("__bl_pos"), value_set=d)))
+        t = t.filter(pc.fill_null(mask, False))
+        if not t.num_rows:
+            continue
+        t = t.append_column("__bl_path", pa.array([path] * t.num_rows, pa.string()))
+        parts.append(t.select([f.name for f in empty]).cast(empty))
+    return pa.concat_tables(parts) if parts else empty.empty_table()
+
+
+def _plan(spark: Any, settings: Settings, jtable: Any, snap: Any, key: str, keys: Any,
+          key_type: Any) -> list[tuple[str, list[str]]] | None:
+    """(data file, its position delete files) of the snapshot's files that may hold the
+    source's rows of these keys (Iceberg's own pruning; the keys listed in the filter when
+    they are integers or strings and not too many)."""
+    import pyarrow as pa
+
+    E = spark._jvm.org.apache.iceberg.expressions.Expressions
+    expr = E.equal("_source", settings.source)
+    if len(keys) <= FILTER_MAX_KEYS and (pa.types.is_integer(key_type)
+                                         or pa.types.is_string(key_type)):
+        values = spark._jvm.java.util.ArrayList()
+        for v in keys.to_pylist():
+            values.add(v)
+        expr = getattr(E, "and")(expr, getattr(E, "in")(key, values))
+    it = jtable.newScan().useSnapshot(snap.snapshotId()).filter(expr).planFiles().iterator()
+    out = []
+    try:
+        while it.hasNext():
+            task = it.next()
+            dels = []
+            for d in task.deletes():
+                if d.content().toString() != "POSITION_DELETES" \
+                        or d.format().toString() != "PARQUET":
+                    return None
+                dels.append(d.location())
+            out.append((task.file().location(), dels))
+    finally:
+        it.close()
+    return out
+
+
+def _open(path: str, settings: Settings) -> Any:
+    import pyarrow.parquet as pq
+
+    fs, p = data_filesystem(path.rsplit("/", 1)[0], settings.s3_endpoint_url)
+    return pq.ParquetFile(fs.open_input_file(p.rstrip("/") + "/" + path.rsplit("/", 1)[1]))
+
+
+def _read_columns(path: str, ids: dict[int, str], settings: Settings) -> Any:
+    """The columns of a data file with these Iceberg field ids, named as the ids say."""
+    pf = _open(path, settings)
+    names = {}
+    for f in pf.schema_arrow:
+        fid = (f.metadata or {}).get(b"PARQUET:field_id")
+        if fid is not None and int(fid) in ids:
+            names[f.name] = ids[int(fid)]
+    if len(names) != len(ids):
+        return None
+    t = pf.read(columns=list(names))
+    return t.rename_columns([names[n] for n in t.column_names])
+
+
+def _deleted_positions(delete_path: str, data_path: str, cache: dict[str, Any],
+                       settings: Settings) -> Any:
+    """The positions of ``data_path`` that a position delete file removes."""
+    import pyarrow.compute as pc
+
+    if delete_path not in cache:
+        cache[delete_path] = _open(delete_path, settings).read(columns=["file_path", "pos"])
+    t = cache[delete_path]
+    return t.filter(pc.equal(t.column("file_path"), data_path)).column("pos")
+
+
+def _commit(spark: Any, jtable: Any, mirror: str, written: list[dict[str, Any]],
+            deletes: list[dict[str, Any]], referenced: list[str], snap: Any,
+            branch: str | None, run_id: str) -> None:
+    """One row-delta commit: the new rows' data files, the position delete file; validated
+    from the snapshot read (the referenced data files still there, no conflicting deletes)."""
+    ice = spark._jvm.org.apache.iceberg
+    spec = jtable.spec()
+    io = jtable.io()
+    delta = jtable.newRowDelta()
+    data_file = data_file_builder(spark, jtable)
+    for w in written:
+        delta.addRows(data_file(w))
+    for d in deletes:
+        inp = io.newInputFile(d["path"])
+        delta.addDeletes(ice.FileMetadata.deleteFileBuilder(spec).ofPositionDeletes()
+                         .withPath(d["path"]).withFormat(ice.FileFormat.PARQUET)
+                         .withFileSizeInBytes(inp.getLength())
+                         .withMetrics(ice.parquet.ParquetUtil.fileMetrics(
+                             inp, ice.MetricsConfig.forPositionDelete(jtable)))
+                         .build())
+    if snap is not None:
+        delta.validateFromSnapshot(snap.snapshotId())
+    if referenced:
+        paths = spark._jvm.java.util.ArrayList()
+        for p in referenced:
+            paths.add(p)
+        delta.validateDataFilesExist(paths)
+        delta.validateDeletedFiles()
+        delta.validateNoConflictingDeleteFiles()
+    delta.set("binlake.run_id", run_id)
+    if branch:
+        delta.toBranch(branch)
+    delta.commit()
+    spark.sql(f"REFRESH TABLE {mirror}")
