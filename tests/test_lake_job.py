@@ -134,9 +134,12 @@ def spark(spark_lake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def make_lake(spark: Any, base: Path, name: str, **overrides: Any) -> Any:
     """Settings of a fresh lake: its own home and its own catalog name, registered on the
-    shared session."""
+    shared session.  Its loads decode on the executors (``driver_decode_bytes`` 0, as a
+    nightly's gigabytes do), unless ``overrides`` say otherwise: these inputs are small."""
     from binlake.config import load_settings
     from binlake.lake.spark import build_session
+
+    overrides.setdefault("driver_decode_bytes", 0)
 
     settings = load_settings(env={"BINLAKE_HOME": str(base / name),
                                   "BINLAKE_CATALOG_NAME": f"lake_{name}"}, **overrides)
@@ -648,6 +651,25 @@ def test_pyiceberg_reads_the_same(one_run: Lake) -> None:
 
 
 # -- the same data, loaded differently ------------------------------------------------------------
+
+
+def test_decoded_in_the_driver_same_result(spark: Any, workload: Workload, one_run: Lake,
+                                           tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A small input surveyed and decoded in the driver's process (``driver_decode_bytes``:
+    no executor task, no Python worker) gives exactly the executors' lake, XA pairing across
+    files included."""
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "here",
+                         driver_decode_bytes=1 << 30)
+    summary = load(spark, settings, [workload.dir], "here-1")
+    assert summary.in_driver and not one_run.summary.in_driver
+    assert not summary.failed and summary.ranges == one_run.summary.ranges
+    report = diff(frozen(one_run.raw), frozen(read_all(spark, settings)),
+                  "executors vs driver: ")
+    assert not report, report
+    # too big for the driver (the bound is the files' bytes in all): the executors decode
+    low = make_lake(spark, tmp_path_factory.mktemp("lakes"), "low",
+                    driver_decode_bytes=one_run.summary.bytes - 1)
+    assert not load(spark, low, [workload.dir], "low-1").in_driver
 
 
 def test_small_ranges_same_result(one_run: Lake, small_ranges: Lake) -> None:

@@ -62,6 +62,9 @@ class Settings:
     # (its memory, besides the transactions still open; less: more, smaller data files)
     flush_bytes: int = 32 << 20
     typed_parallelism: int = 2  # source tables whose typed tables are filled at once
+    # A load of at most this many bytes of binlog is surveyed and decoded in the driver's
+    # own process (no Python workers to start: seconds of a small incremental load); 0: never
+    driver_decode_bytes: int = 16 << 20
     # seconds a load waits for another load of the lake to finish (lake/lock.py); 0: none
     lock_wait: float = 0.0
     # The source server the files come from (a label; one lake holds several sources)
@@ -195,6 +198,9 @@ class Settings:
             raise ConfigError(f"typed_parallelism: {self.typed_parallelism} is not in 1..64")
         if not 0 <= self.lock_wait <= 86400:
             raise ConfigError(f"lock_wait: {self.lock_wait} is not in 0..86400 seconds")
+        if not 0 <= self.driver_decode_bytes <= 1 << 30:
+            raise ConfigError(f"driver_decode_bytes: {self.driver_decode_bytes} is not in "
+                              "0..1073741824")
         if self.flush_bytes < 1:
             raise ConfigError(f"flush_bytes: {self.flush_bytes} is not positive")
         if self.split_bytes < 1 << 16:

@@ -26,8 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
+import orjson
+
 from ..config import Settings
-from ..txn.files import BinlogFile
+from ..txn.files import BinlogFile, binlog_file
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, XaXid
 from ..txn.split import group_ranges
 from . import extract as X
@@ -44,6 +46,7 @@ from .nopk import fill_nopk_mirrors
 from .orphans import DeadRun, remove_orphans
 from .records import FINDING, RANGE, XA_END, XA_PREPARE
 from .sink import TYPED, WRITTEN, DataSink
+from .spark import local_frame
 from .staging import _stage_root, clean_staging
 from .summary import LoadSummary
 from .survey import EngineState, encode_engines, engine_states
@@ -149,14 +152,22 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         ensure_tables(spark, settings)
         return _loaded(spark, settings)
 
+    # A small input (the usual incremental load) is surveyed and decoded here, in the
+    # driver's process: no Python workers to start, no task round trips.
+    here = _small_input(everything, settings.driver_decode_bytes)
     with ThreadPoolExecutor(max_workers=2) as pool:
         loaded_f = pool.submit(catalog)
         warm_f = pool.submit(_warm_imports)
-        surveys = dict(zip([f.name for f in everything], sc.parallelize(
-            [f.uri for f in everything], max(1, len(everything))).map(
-            partial(_survey, split_bytes=settings.split_bytes)).collect()))
+        if here:
+            surveys = {f.name: _survey(f.uri, split_bytes=settings.split_bytes)
+                       for f in everything}
+        else:
+            surveys = dict(zip([f.name for f in everything], sc.parallelize(
+                [f.uri for f in everything], max(1, len(everything))).map(
+                partial(_survey, split_bytes=settings.split_bytes)).collect()))
         loaded = loaded_f.result()
         warm_f.result()
+    summary.in_driver = here
     phase("survey")
     hashes = {name: sv["sha"] for name, sv in surveys.items()}
     split = {name: sv["ranges"] for name, sv in surveys.items()}
@@ -260,12 +271,35 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     try:
         _decode_and_write(spark, settings, run_id, summary, files, tasks, seqs,
                           failed, hashes, n_ranges, prepared, phase, end_engines,
-                          _later_loaded(loaded, files), run_history)
+                          _later_loaded(loaded, files), run_history, here)
     finally:
         if stage_root is not None:
             clean_staging(stage_root)
     summary.files = sorted(summary.files + others, key=lambda f: (f["seq"], f["file"]))
     _summarize(spark, settings, summary, everything)
+
+
+def _small_input(files: list[BinlogFile], limit: int) -> bool:
+    """Whether the files hold at most ``limit`` bytes in all (local sizes, S3 HEADs; False
+    for more than 64 files, or when a size cannot be read)."""
+    if limit <= 0 or len(files) > 64:
+        return False
+    from ..binlog.source import parse_location, s3_client
+
+    total = 0
+    try:
+        for f in files:
+            loc = parse_location(f.uri)
+            if loc.scheme == "s3":
+                total += int(s3_client().head_object(Bucket=loc.bucket,
+                                                      Key=loc.key)["ContentLength"])
+            else:
+                total += os.path.getsize(loc.path or f.uri)
+            if total > limit:
+                return False
+    except Exception:  # not readable here: the executors' survey says why
+        return False
+    return True
 
 
 def _warm_imports() -> None:
@@ -328,7 +362,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       hashes: dict[str, tuple[str, int, str | None]],
                       n_ranges: dict[str, int], prepared: Any, phase: Any,
                       end_engines: dict[str, EngineState], later_loaded: bool,
-                      run_history: S.RunHistory) -> None:
+                      run_history: S.RunHistory, here: bool = False) -> None:
     from . import typed
 
     source = settings.source
@@ -341,8 +375,6 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     task_rows = [(t.uri, t.file, t.seq, t.start, t.end, t.index, t.last_in_file,
                   list(t.nontransactional), encode_engines(t.engines), t.last_of_file,
                   t.newest) for t in tasks]
-    tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
-                                     TASK_SCHEMA)
     # Row changes, transactions, statements and XA prepares are written as Parquet by the
     # executors, straight into the tables' data directories; the driver adds the good ones,
     # one commit per table, below.
@@ -350,21 +382,30 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
                       [spec.table for spec in prepared.fast.values()])
     sink.typed = prepared.fast
     phase("sink")
-    records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink,
-                                          history=run_history.history), WIDE_SCHEMA)
-    # Decoded once, read twice (the small facts, the XA prepares): cached, in memory while
-    # it fits and on disk beyond (Spark's storage memory bounds it).
-    records = records.persist(StorageLevel.MEMORY_AND_DISK)
     kind = F.col("kind")
-    # One pass for the driver's metadata: per-range facts, XA markers, table layouts,
-    # findings, and the PREPAREs without their rows (state, pks).
     prep_fields = [c for c in PREP_COLS if c not in ("state", "pks")]
-    small = [(r["kind"], meta_of(r)) for r in records.where(
-        kind.isin(RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED)).select(
-        "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
-        "kind", F.when(kind == XA_PREPARE, F.to_json(F.struct(
-            *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta")).alias("meta"))
-        .collect()]
+    records = None
+    if here:
+        # the same decode tasks, run here one after the other (a small input)
+        small, preps_df = _decode_here(spark, task_rows, sink, run_history, prep_fields)
+    else:
+        tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
+                                         TASK_SCHEMA)
+        records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink,
+                                              history=run_history.history), WIDE_SCHEMA)
+        # Decoded once, read twice (the small facts, the XA prepares): cached, in memory
+        # while it fits and on disk beyond (Spark's storage memory bounds it).
+        records = records.persist(StorageLevel.MEMORY_AND_DISK)
+        # One pass for the driver's metadata: per-range facts, XA markers, table layouts,
+        # findings, and the PREPAREs without their rows (state, pks).
+        small = [(r["kind"], meta_of(r)) for r in records.where(
+            kind.isin(RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED)).select(
+            "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
+            "kind", F.when(kind == XA_PREPARE, F.to_json(F.struct(
+                *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta"))
+            .alias("meta")).collect()]
+        preps_df = records.where(kind == XA_PREPARE).select(
+            F.from_json(F.col("meta"), PREP_SCHEMA).alias("r")).select("r.*")
     prep_meta = [{c: r.get(c) for c in prep_fields} for k, r in small if k == XA_PREPARE]
     phase("decode")
     ranges_info = [r for k, r in small if k == RANGE]
@@ -392,33 +433,40 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         for (pf, pp), r in sorted(resolutions.items()) if r.get("late")]
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
-    meta = F.col("meta")
-    preps_df = records.where(kind == XA_PREPARE).select(
-        F.from_json(meta, PREP_SCHEMA).alias("r")).select("r.*") \
-        .where(~F.col("prepare_file").isin(bad))
+    preps_df = preps_df.where(~F.col("prepare_file").isin(bad))
     # The XAs decided in this run get their rows at the COMMIT's position: on the executors,
     # from this run's PREPARE records or the stored ones of earlier runs (the driver only
     # ships the resolutions: positions, no rows).
     run_files = {f.name for f in files}
     if resolutions:
-        import orjson
-
-        res_df = spark.createDataFrame(
-            [(pf, pp, orjson.dumps(r).decode()) for (pf, pp), r in resolutions.items()],
+        res_df = local_frame(
+            spark, [(pf, pp, orjson.dumps(r).decode()) for (pf, pp), r in resolutions.items()],
             "prepare_file STRING, prepare_pos BIGINT, resolution STRING")
         cols = ["prepare_file", "prepare_pos", "state", "pks"]
+        # (their sequence numbers too: the files' prepare_seq statistics rule out the
+        # rest of a big lake's prepares)
+        wanted = sorted({binlog_file(pf).seq for pf, _ in resolutions})
         stored = spark.table(settings.table(XA_PREPARES)).where(
             (F.col("source") == settings.source)
-            & ~F.col("prepare_file").isin(sorted(run_files))).select(*cols)
+            & ~F.col("prepare_file").isin(sorted(run_files))
+            & (F.col("prepare_seq").isin(wanted) if min(wanted) >= 0 else F.lit(True))
+        ).select(*cols)
         # their changes and transactions are written by the executors too: in one round
         # of tasks (one per core; not one per decode range and more), each writing its own
         # data files, so that fewer small files are written, read back and committed
-        for r in preps_df.select(*cols).unionByName(stored).join(
-                F.broadcast(res_df), ["prepare_file", "prepare_pos"]).coalesce(
+        decide = preps_df.select(*cols).unionByName(stored).join(
+            F.broadcast(res_df), ["prepare_file", "prepare_pos"])
+        if here:  # decided here too: the prepares come to the driver as Arrow
+            out = [(k, m) for b in decide_xa_arrow(iter(decide._collect_as_arrow()), sink)
+                   for k, m in zip(b.column("kind").to_pylist(), b.column("meta").to_pylist())]
+        else:
+            out = [(r["kind"], r["meta"]) for r in decide.coalesce(
                 max(1, sc.defaultParallelism)).mapInArrow(
                 partial(decide_xa_arrow, sink=sink), WIDE_SCHEMA).where(
-                kind.isin(WRITTEN, TYPED)).select("kind", "meta").collect():
-            (to_add if r["kind"] == WRITTEN else typed_stats).append(meta_of(r))
+                kind.isin(WRITTEN, TYPED)).select("kind", "meta").collect()]
+        for k, m in out:
+            if k in (WRITTEN, TYPED):
+                (to_add if k == WRITTEN else typed_stats).append(orjson.loads(m))
     typed_stats = [r for r in typed_stats if r["file"] not in failed]
 
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
@@ -488,13 +536,47 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     _record_files(spark, settings, file_rows, run_id)
     # Derived state last: it needs the files' timestamps (the XA ages).
     summary.pending = _refresh_pending(spark, settings, run_id)
-    records.unpersist()
+    if records is not None:
+        records.unpersist()
     phase("finish")
     summary.files = [{"file": r[1], "seq": r[2], "status": r[19], "error": r[20],
                       "size": r[3]} for r in file_rows]
 
 
 RECORD_TABLES = (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES, STREAM_FACTS)
+
+
+def _decode_here(spark: Any, task_rows: list[tuple[Any, ...]], sink: DataSink,
+                 run_history: S.RunHistory, prep_fields: list[str]
+                 ) -> tuple[list[tuple[str, dict[str, Any]]], Any]:
+    """The decode tasks run in the driver's process, one after the other (a small input: see
+    ``driver_decode_bytes``): the same function the executors run
+    (:func:`extract.decode_tasks_arrow`), the same data files written.  Returns what the
+    executors' path collects: the small records (an XA PREPARE without its rows), and the
+    XA PREPAREs as a DataFrame (held in the plan: no Python worker reads it)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    struct = _parse_datatype_string(TASK_SCHEMA)
+    assert isinstance(struct, StructType)
+    schema = to_arrow_schema(struct)
+    cols = list(zip(*task_rows)) if task_rows else [() for _ in schema]
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(list(c), type=f.type) for c, f in zip(cols, schema)], schema=schema)
+    keep = {RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED}
+    small: list[tuple[str, dict[str, Any]]] = []
+    preps = []
+    for b in X.decode_tasks_arrow(iter([batch]), sink=sink, history=run_history.history):
+        for k, m in zip(b.column("kind").to_pylist(), b.column("meta").to_pylist()):
+            if k not in keep:
+                continue
+            rec = dict(orjson.loads(m))
+            if k == XA_PREPARE:
+                preps.append(tuple(rec.get(c) for c in PREP_COLS))
+                rec = {c: rec.get(c) for c in prep_fields}
+            small.append((k, rec))
+    return small, local_frame(spark, preps, PREP_SCHEMA)
 
 
 def _data_sink(spark: Any, settings: Settings, run_id: str,

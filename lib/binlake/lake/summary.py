@@ -26,6 +26,8 @@ class LoadSummary:
     typed: dict[str, Any] = field(default_factory=dict)  # typed tables' report
     branch: str | None = None  # the Iceberg branch written (write-audit-publish), or None
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    # surveyed and decoded in the driver's process (a small input: driver_decode_bytes)
+    in_driver: bool = False
     # XAs prepared in this run's files and decided at a COMMIT/ROLLBACK a run before it
     # stored (a backfill behind loaded files): their transactions end in a file outside
     # this run, so ``transactions`` and ``rows`` do not count them
@@ -51,7 +53,8 @@ class LoadSummary:
                 "transactions": self.transactions, "rows": self.rows, "pending": self.pending,
                 "findings": self.findings, "seconds": self.seconds, "bytes": self.bytes,
                 "ranges": self.ranges, "typed": self.typed, "branch": self.branch,
-                "timings": self.timings, "xa_decided_late": self.xa_decided_late}
+                "timings": self.timings, "xa_decided_late": self.xa_decided_late,
+                "in_driver": self.in_driver}
 
 
 def summary_text(s: LoadSummary) -> str:
