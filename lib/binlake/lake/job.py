@@ -309,8 +309,11 @@ def _warm_imports() -> None:
     import contextlib
     import importlib
 
+    # (distutils.version: pyspark's Arrow type mapping imports it on first use, and with it
+    # setuptools: 0.4 s)
     for name in ("pandas", "pyarrow.parquet", "pyiceberg.schema", "pyiceberg.io.pyarrow",
-                 "pyspark.sql.pandas.types", "binlake.lake.typed", "binlake.lake.typedconv"):
+                 "pyiceberg.table", "pyspark.sql.pandas.types", "distutils.version",
+                 "binlake.lake.typed", "binlake.lake.typedconv"):
         # a missing one is imported (and reported) where it is needed, if ever
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -385,9 +388,10 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     kind = F.col("kind")
     prep_fields = [c for c in PREP_COLS if c not in ("state", "pks")]
     records = None
+    preps: list[dict[str, Any]] = []  # the PREPARE records, when decoded here
     if here:
         # the same decode tasks, run here one after the other (a small input)
-        small, preps_df = _decode_here(spark, task_rows, sink, run_history, prep_fields)
+        small, preps = _decode_here(task_rows, sink, run_history, prep_fields)
     else:
         tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
                                          TASK_SCHEMA)
@@ -433,33 +437,35 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         for (pf, pp), r in sorted(resolutions.items()) if r.get("late")]
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
-    preps_df = preps_df.where(~F.col("prepare_file").isin(bad))
     # The XAs decided in this run get their rows at the COMMIT's position: on the executors,
     # from this run's PREPARE records or the stored ones of earlier runs (the driver only
     # ships the resolutions: positions, no rows).
     run_files = {f.name for f in files}
     if resolutions:
-        res_df = local_frame(
-            spark, [(pf, pp, orjson.dumps(r).decode()) for (pf, pp), r in resolutions.items()],
-            "prepare_file STRING, prepare_pos BIGINT, resolution STRING")
         cols = ["prepare_file", "prepare_pos", "state", "pks"]
         # (their sequence numbers too: the files' prepare_seq statistics rule out the
         # rest of a big lake's prepares)
         wanted = sorted({binlog_file(pf).seq for pf, _ in resolutions})
-        stored = spark.table(settings.table(XA_PREPARES)).where(
-            (F.col("source") == settings.source)
-            & ~F.col("prepare_file").isin(sorted(run_files))
-            & (F.col("prepare_seq").isin(wanted) if min(wanted) >= 0 else F.lit(True))
-        ).select(*cols)
-        # their changes and transactions are written by the executors too: in one round
-        # of tasks (one per core; not one per decode range and more), each writing its own
-        # data files, so that fewer small files are written, read back and committed
-        decide = preps_df.select(*cols).unionByName(stored).join(
-            F.broadcast(res_df), ["prepare_file", "prepare_pos"])
-        if here:  # decided here too: the prepares come to the driver as Arrow
-            out = [(k, m) for b in decide_xa_arrow(iter(decide._collect_as_arrow()), sink)
-                   for k, m in zip(b.column("kind").to_pylist(), b.column("meta").to_pylist())]
+        if here:  # decided here too, from this run's prepares and the stored ones
+            out = _decide_here(spark, settings, preps, set(bad), run_files, resolutions,
+                               wanted, sink)
         else:
+            res_df = local_frame(
+                spark, [(pf, pp, orjson.dumps(r).decode())
+                        for (pf, pp), r in resolutions.items()],
+                "prepare_file STRING, prepare_pos BIGINT, resolution STRING")
+            stored = spark.table(settings.table(XA_PREPARES)).where(
+                (F.col("source") == settings.source)
+                & ~F.col("prepare_file").isin(sorted(run_files))
+                & (F.col("prepare_seq").isin(wanted) if min(wanted) >= 0 else F.lit(True))
+            ).select(*cols)
+            # their changes and transactions are written by the executors too: in one
+            # round of tasks (one per core; not one per decode range and more), each writing
+            # its own data files, so that fewer small files are written, read back and
+            # committed
+            decide = preps_df.where(~F.col("prepare_file").isin(bad)).select(
+                *cols).unionByName(stored).join(
+                F.broadcast(res_df), ["prepare_file", "prepare_pos"])
             out = [(r["kind"], r["meta"]) for r in decide.coalesce(
                 max(1, sc.defaultParallelism)).mapInArrow(
                 partial(decide_xa_arrow, sink=sink), WIDE_SCHEMA).where(
@@ -546,14 +552,14 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
 RECORD_TABLES = (ROW_CHANGES, TRANSACTIONS, STATEMENTS, XA_PREPARES, STREAM_FACTS)
 
 
-def _decode_here(spark: Any, task_rows: list[tuple[Any, ...]], sink: DataSink,
-                 run_history: S.RunHistory, prep_fields: list[str]
-                 ) -> tuple[list[tuple[str, dict[str, Any]]], Any]:
+def _decode_here(task_rows: list[tuple[Any, ...]], sink: DataSink, run_history: S.RunHistory,
+                 prep_fields: list[str]
+                 ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
     """The decode tasks run in the driver's process, one after the other (a small input: see
     ``driver_decode_bytes``): the same function the executors run
     (:func:`extract.decode_tasks_arrow`), the same data files written.  Returns what the
-    executors' path collects: the small records (an XA PREPARE without its rows), and the
-    XA PREPAREs as a DataFrame (held in the plan: no Python worker reads it)."""
+    executors' path collects, the small records (an XA PREPARE without its rows), and the
+    XA PREPARE records whole."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
@@ -573,10 +579,40 @@ def _decode_here(spark: Any, task_rows: list[tuple[Any, ...]], sink: DataSink,
                 continue
             rec = dict(orjson.loads(m))
             if k == XA_PREPARE:
-                preps.append(tuple(rec.get(c) for c in PREP_COLS))
+                preps.append(rec)
                 rec = {c: rec.get(c) for c in prep_fields}
             small.append((k, rec))
-    return small, local_frame(spark, preps, PREP_SCHEMA)
+    return small, preps
+
+
+def _decide_here(spark: Any, settings: Settings, preps: list[dict[str, Any]], bad: set[str],
+                 run_files: set[str], resolutions: dict[tuple[str, int], dict[str, Any]],
+                 wanted: list[int], sink: DataSink) -> list[tuple[str, str]]:
+    """The XAs decided in this run, decided in the driver's process (a small input): the
+    prepares of this run's files but the ``bad`` ones (``preps``) and the stored ones of
+    files not in this run (read on the driver), joined with their resolutions, through the
+    executors' function (:func:`xa.decide_xa_arrow`).  Returns its (kind, meta) records."""
+    import pyarrow as pa
+
+    from .driver_read import all_of, eq, is_in, read_rows
+
+    cond = [eq("source", settings.source)]
+    if min(wanted) >= 0:
+        cond.append(is_in("prepare_seq", wanted))
+    stored = read_rows(spark, settings, settings.table(XA_PREPARES), all_of(*cond),
+                       ("prepare_file", "prepare_pos", "state", "pks")).to_pylist()
+    rows = [{"prepare_file": p["prepare_file"], "prepare_pos": p["prepare_pos"],
+             "state": p["state"], "pks": p["pks"],
+             "resolution": orjson.dumps(resolutions[key]).decode()}
+            for p in [*(p for p in preps if p["prepare_file"] not in bad),
+                      *(p for p in stored if p["prepare_file"] not in run_files)]
+            if (key := (p["prepare_file"], p["prepare_pos"])) in resolutions]
+    schema = pa.schema([("prepare_file", pa.string()), ("prepare_pos", pa.int64()),
+                        ("state", pa.string()), ("pks", pa.string()),
+                        ("resolution", pa.string())])
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+    return [(k, m) for b in decide_xa_arrow(iter([batch]), sink)
+            for k, m in zip(b.column("kind").to_pylist(), b.column("meta").to_pylist())]
 
 
 def _data_sink(spark: Any, settings: Settings, run_id: str,

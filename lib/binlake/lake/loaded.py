@@ -10,11 +10,9 @@ from typing import Any
 
 from ..config import Settings
 from ..txn.files import BinlogFile
+from .driver_read import all_of, eq, read_rows
 from .survey import EngineState, decode_engines
-from .tables import (
-    FILES,
-    _q,
-)
+from .tables import FILES
 
 
 @dataclass(frozen=True)
@@ -30,11 +28,14 @@ class Loaded:
 
 
 def _loaded(spark: Any, settings: Settings) -> dict[str, Loaded]:
-    """file name -> :class:`Loaded`, for the files recorded as loaded for this source."""
-    return {r[0]: Loaded(r[1], bool(r[2]), r[3], None if r[4] is None else decode_engines(r[4]))
-            for r in spark.table(settings.table(FILES)).where(
-                f"source = '{_q(settings.source)}' AND status = 'loaded'").select(
-                "file", "sha256", "in_use", "seq", "engines").collect()}
+    """file name -> :class:`Loaded`, for the files recorded as loaded for this source (read
+    on the driver: :func:`driver_read.read_rows`)."""
+    rows = read_rows(spark, settings, settings.table(FILES),
+                     all_of(eq("source", settings.source), eq("status", "loaded")),
+                     ("file", "sha256", "in_use", "seq", "engines")).to_pylist()
+    return {r["file"]: Loaded(r["sha256"], bool(r["in_use"]), r["seq"],
+                              None if r["engines"] is None else decode_engines(r["engines"]))
+            for r in rows}
 
 
 def engine_seed(loaded: dict[str, Loaded], first_seq: int

@@ -40,7 +40,7 @@ from ..schema.snapshot import (
 )
 from ..schema.sqltext import version_number
 from ..schema.types import check_table_map
-from .tables import SCHEMA_HISTORY, delete_where, has_snapshots
+from .tables import SCHEMA_HISTORY, delete_where
 from .typed_plan import lit
 
 _GEOMETRY_CODES = {v: k for k, v in GEOMETRY_NAMES.items()}
@@ -63,12 +63,12 @@ def stored_history(spark: Any, settings: Settings, before_seq: int
                    ) -> tuple[list[Version], list[Database]]:
     """This source's stored versions that start before file ``before_seq``, in order, and
     the database defaults the newest earlier run left."""
-    table = settings.table(SCHEMA_HISTORY)
-    if not has_snapshots(spark, table):
-        return [], []
-    rows = spark.table(table).where(
-        f"source = {lit(settings.source)} AND start_seq < {int(before_seq)}").select(
-        "change", "start_seq", "version").collect()
+    from .driver_read import all_of, eq, lt, read_rows
+
+    got = read_rows(spark, settings, settings.table(SCHEMA_HISTORY),
+                    all_of(eq("source", settings.source), lt("start_seq", int(before_seq))),
+                    ("change", "start_seq", "version"))
+    rows = list(zip(*(got.column(c).to_pylist() for c in ("change", "start_seq", "version"))))
     out = [Version.from_dict(orjson.loads(r[2])) for r in rows if r[0] != DATABASE]
     out.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower(), v.incarnation))
     dbs: dict[str, tuple[tuple[int, int], Database]] = {}

@@ -173,7 +173,7 @@ from typing import Any
 import orjson
 
 from ..config import Settings
-from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where, has_snapshots
+from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where
 from .typed_mirror import _merge_mirror
 from .typed_plan import (
     INTERNAL,
@@ -203,11 +203,14 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
     table = settings.table(LAYOUTS)
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({LAYOUTS_DDL}) USING iceberg "
               f"TBLPROPERTIES ({TBLPROPERTIES})")
+    from .driver_read import all_of, any_of, eq, read_rows
+
     keys = sorted({(r["db"], r["tbl"]) for r in tables_seen})
-    where = f"source = {lit(settings.source)} AND (" + " OR ".join(
-        f"(db = {lit(d)} AND tbl = {lit(t)})" for d, t in keys) + ")"
-    points = {(r[0], r[1], r[2], r[3]): r[4] for r in spark.table(table).where(where).select(
-        "db", "tbl", "seq", "pos", "layout").collect()} if has_snapshots(spark, table) else {}
+    got = read_rows(spark, settings, table, all_of(eq("source", settings.source), any_of(
+        *(all_of(eq("db", d), eq("tbl", t)) for d, t in keys))),
+        ("db", "tbl", "seq", "pos", "layout"))
+    cols = [got.column(c).to_pylist() for c in ("db", "tbl", "seq", "pos", "layout")]
+    points = {(d, t, s, p): lid for d, t, s, p, lid in zip(*cols)}
     defs: dict[str, dict[str, Any]] = {}
     new = {}
     changed = []

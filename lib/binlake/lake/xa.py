@@ -38,19 +38,26 @@ def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
 
 def _earlier_pending(spark: Any, settings: Settings, before_seq: int,
                      run_files: set[str]) -> list[dict[str, Any]]:
-    """XAs prepared before ``before_seq`` and not decided before it (metadata only)."""
-    src = _q(settings.source)
-    rows = spark.sql(f"""
-        SELECT p.xa_format_id, p.xa_gtrid, p.xa_bqual, p.prepare_seq, p.prepare_pos,
-               p.prepare_end_pos, p.prepare_file, p.prepare_gtid, p.rows
-        FROM {settings.table(XA_PREPARES)} p
-        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM {settings.table(TRANSACTIONS)}
-                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL
-                          AND order_seq < {before_seq}) d
-          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
-        WHERE p.source = '{src}' AND p.prepare_seq < {before_seq}
-        ORDER BY p.prepare_seq, p.prepare_pos""").collect()
-    return [r.asDict() for r in rows if r["prepare_file"] not in run_files]
+    """XAs prepared before ``before_seq`` and not decided before it (metadata only; read
+    on the driver: :func:`driver_read.read_rows`)."""
+    from .driver_read import all_of, eq, lt, not_null, read_rows
+
+    src = eq("source", settings.source)
+    preps = read_rows(spark, settings, settings.table(XA_PREPARES),
+                      all_of(src, lt("prepare_seq", int(before_seq))),
+                      ("xa_format_id", "xa_gtrid", "xa_bqual", "prepare_seq", "prepare_pos",
+                       "prepare_end_pos", "prepare_file", "prepare_gtid", "rows")).to_pylist()
+    if not preps:
+        return []
+    decided = read_rows(spark, settings, settings.table(TRANSACTIONS),
+                        all_of(src, eq("kind", "xa"), not_null("prepare_file"),
+                               lt("order_seq", int(before_seq))),
+                        ("prepare_file", "prepare_pos"))
+    done = set(zip(decided.column("prepare_file").to_pylist(),
+                   decided.column("prepare_pos").to_pylist()))
+    keep = [r for r in preps if (r["prepare_file"], r["prepare_pos"]) not in done
+            and r["prepare_file"] not in run_files]
+    return sorted(keep, key=lambda r: (r["prepare_seq"], r["prepare_pos"]))
 
 
 def _pair_xa(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[str],

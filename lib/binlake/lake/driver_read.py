@@ -1,0 +1,85 @@
+"""Small reads of a lake table on the driver, without a Spark job (:func:`read_rows`): the
+snapshot Spark would read (the write-audit-publish branch's when one is set and exists, else
+main's), planned and read by pyiceberg from that table's current metadata file.
+
+The catalog is asked only through Spark's connection (the Java table, as every commit does: a
+second SQLite client would meet "database is locked"); pyiceberg reads the metadata, manifest
+and data files themselves, which are immutable.  For the load's small lookups (which files
+are loaded, the stored schema history, the pending XAs): a Spark job costs 0.3-1 s each,
+this a few tens of milliseconds.  Position deletes are applied (pyiceberg's scan); binlake
+writes no equality deletes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Settings
+from .commit import has_branch, java_table
+
+
+def io_properties(settings: Settings) -> dict[str, str]:
+    """pyiceberg FileIO properties of the warehouse: the S3 endpoint, and the ``s3.*``
+    catalog properties (credentials come from the environment, as for the executors)."""
+    props = {k: v for k, v in settings.catalog_properties.items() if k.startswith("s3.")}
+    if settings.s3_endpoint_url:
+        props["s3.endpoint"] = settings.s3_endpoint_url
+    return props
+
+
+def read_rows(spark: Any, settings: Settings, table: str, row_filter: str,
+              columns: tuple[str, ...]) -> Any:
+    """The rows of ``table`` (a full name) matching ``row_filter`` (pyiceberg's filter text:
+    ``source = 'x' AND status = 'loaded'``), only ``columns``: an Arrow table (empty, with
+    those columns, when the table was never written)."""
+    from pyiceberg.table import StaticTable
+
+    jtable = java_table(spark, table)
+    branch = spark.conf.get("spark.wap.branch", None)
+    snap = (jtable.snapshot(branch) if branch and has_branch(jtable, branch)
+            else jtable.currentSnapshot())
+    static = StaticTable.from_metadata(
+        jtable.operations().current().metadataFileLocation(), properties=io_properties(settings))
+    if snap is None:
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        return schema_to_pyarrow(static.schema().select(*columns)).empty_table()
+    return static.scan(row_filter=row_filter, selected_fields=columns,
+                       snapshot_id=int(snap.snapshotId())).to_arrow()
+
+
+# pyiceberg's filter expressions, built here (its classes' annotations are pydantic's: mypy
+# does not take their plain positional arguments): equal, less than, not null, and / or.
+
+def _expressions() -> Any:
+    from pyiceberg import expressions
+
+    return expressions
+
+
+def eq(column: str, value: Any) -> Any:
+    return _expressions().EqualTo(column, value)
+
+
+def lt(column: str, value: Any) -> Any:
+    return _expressions().LessThan(column, value)
+
+
+def is_in(column: str, values: Any) -> Any:
+    return _expressions().In(column, set(values))
+
+
+def not_null(column: str) -> Any:
+    return _expressions().NotNull(column)
+
+
+def all_of(*exprs: Any) -> Any:
+    from functools import reduce
+
+    return reduce(_expressions().And, exprs)
+
+
+def any_of(*exprs: Any) -> Any:
+    from functools import reduce
+
+    return reduce(_expressions().Or, exprs)
