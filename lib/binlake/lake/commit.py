@@ -118,6 +118,37 @@ def append_rows(spark: Any, settings: Settings, table: str, rows: list[dict[str,
                    run_id)
 
 
+def replace_source_rows(spark: Any, settings: Settings, table: str,
+                        rows: list[dict[str, Any]], run_id: str) -> None:
+    """Replace every row of the source in ``table`` (a full name; a table partitioned by
+    ``source``, as the lake's derived ones are) with ``rows``, in one Iceberg commit from
+    the driver, without a Spark job: the rows written as :func:`append_rows` writes them,
+    the source's data files removed by the same overwrite; on the write-audit-publish
+    branch when one is set."""
+    import uuid
+
+    out = table_out(spark, table)
+    written: list[dict[str, Any]] = []
+    if rows:
+        sink = DataSink({table: out}, settings.source, run_id, settings.s3_endpoint_url,
+                        attempt=uuid.uuid4().hex[:8])
+        columns = {f.name: [r.get(f.name) for r in rows] for f in out.schema
+                   if f.name not in ("source", "run_id")}
+        written = sink.write(table, "driver", "", columns, len(rows))
+    jtable = java_table(spark, table)
+    data_file = data_file_builder(spark, jtable)
+    op = jtable.newOverwrite().overwriteByRowFilter(
+        spark._jvm.org.apache.iceberg.expressions.Expressions.equal("source", settings.source))
+    for w in written:
+        op.addFile(data_file(w))
+    op.set("binlake.run_id", run_id)
+    branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
+    if branch:
+        op.toBranch(branch)
+    op.commit()
+    spark.sql(f"REFRESH TABLE {table}")
+
+
 def remove_files(paths: list[str]) -> None:
     """Delete data files that will not be committed (their binlog failed); best effort:
     an unreferenced file is never read."""

@@ -630,18 +630,22 @@ def _data_sink(spark: Any, settings: Settings, run_id: str,
 
 def _summarize(spark: Any, settings: Settings, summary: LoadSummary,
                files: list[BinlogFile]) -> None:
-    """Small aggregates of what the lake holds for these files."""
-    src = _q(settings.source)
-    queries = [
-        f"SELECT status, count(*) n FROM {settings.table(TRANSACTIONS)} WHERE source = "
-        f"'{src}' AND end_file IN ({_in([f.name for f in files])}) GROUP BY status",
-        f"SELECT concat(db, '.', tbl) t, count(*) n FROM {settings.table(ROW_CHANGES)} "
-        f"WHERE source = '{src}' AND order_seq IN "
-        f"({','.join(str(f.seq) for f in files)}) GROUP BY db, tbl"]
-    # two small jobs at once (each keeps a core busy for a moment)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        stats, rows = pool.map(lambda sql: spark.sql(sql).collect(), queries)
-    summary.transactions = {r["status"]: r["n"] for r in stats}
-    summary.rows = {r["t"]: r["n"] for r in rows}
+    """Small aggregates of what the lake holds for these files (read on the driver,
+    :func:`driver_read.read_rows`; a transaction's ``order_seq`` is its ``end_file``'s
+    sequence number, which the data files' statistics keep whole)."""
+    from collections import Counter
+
+    from .driver_read import all_of, eq, is_in, read_rows
+
+    src = eq("source", settings.source)
+    seqs = is_in("order_seq", [f.seq for f in files])
+    txns = read_rows(spark, settings, settings.table(TRANSACTIONS),
+                     all_of(src, seqs, is_in("end_file", [f.name for f in files])),
+                     ("status",))
+    summary.transactions = dict(Counter(txns.column("status").to_pylist()))
+    rows = read_rows(spark, settings, settings.table(ROW_CHANGES), all_of(src, seqs),
+                     ("db", "tbl"))
+    summary.rows = dict(Counter(f"{d}.{t}" for d, t in zip(rows.column("db").to_pylist(),
+                                                           rows.column("tbl").to_pylist())))
 
 

@@ -228,23 +228,62 @@ def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str
 
 def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[str, Any]]:
     """xa_pending := every stored prepare group not decided by any stored transaction, as of
-    the newest loaded file (derived state: the same whatever order runs came in)."""
-    src = _q(settings.source)
-    df = spark.sql(f"""
-        SELECT p.source, p.xa_format_id, p.xa_gtrid, p.xa_bqual, p.prepare_seq, p.prepare_pos,
-               p.prepare_file, p.prepare_gtid, p.prepared_ts,
-               CAST(unix_timestamp(f.newest) - unix_timestamp(p.prepared_ts) AS DOUBLE)
-                 AS age_seconds,
-               p.rows, f.newest_file AS as_of_file, '{run_id}' AS run_id
-        FROM {settings.table(XA_PREPARES)} p
-        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM {settings.table(TRANSACTIONS)}
-                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL) d
-          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
-        CROSS JOIN (SELECT max(last_ts) AS newest, max_by(file, seq) AS newest_file
-                    FROM {settings.table(FILES)} WHERE source = '{src}') f
-        WHERE p.source = '{src}'""")
-    from pyspark.sql import functions as F
+    the newest loaded file (derived state: the same whatever order runs came in).  Computed
+    on the driver (:func:`driver_read.read_rows`: the prepares' metadata, the decided XAs'
+    keys, the files' ends) and written in one commit replacing the source's rows
+    (:func:`commit.replace_source_rows`).  Returns the rows as :func:`_read_pending` reads
+    them back."""
+    from .commit import replace_source_rows
+    from .driver_read import all_of, eq, not_null, read_rows
 
-    # overwrite(condition), not overwritePartitions(): an empty result must clear the source
-    df.writeTo(settings.table(XA_PENDING)).overwrite(F.col("source") == settings.source)
-    return _read_pending(spark, settings)
+    src = eq("source", settings.source)
+    cols = ("xa_format_id", "xa_gtrid", "xa_bqual", "prepare_seq", "prepare_pos",
+            "prepare_file", "prepare_gtid", "prepared_ts", "rows")
+    preps = read_rows(spark, settings, settings.table(XA_PREPARES), src, cols).to_pylist()
+    decided = read_rows(spark, settings, settings.table(TRANSACTIONS),
+                        all_of(src, eq("kind", "xa"), not_null("prepare_file")),
+                        ("prepare_file", "prepare_pos"))
+    done = set(zip(decided.column("prepare_file").to_pylist(),
+                   decided.column("prepare_pos").to_pylist()))
+    files = read_rows(spark, settings, settings.table(FILES), src,
+                      ("file", "seq", "last_ts")).to_pylist()
+    ends = [f["last_ts"] for f in files if f["last_ts"] is not None]
+    newest = _epoch_seconds(max(ends)) if ends else None
+    with_seq = [f for f in files if f["seq"] is not None]
+    newest_file = max(with_seq, key=lambda f: f["seq"])["file"] if with_seq else None
+    rows = []
+    for p in preps:
+        if (p["prepare_file"], p["prepare_pos"]) in done:
+            continue
+        ts = p["prepared_ts"]
+        age = (float(newest - _epoch_seconds(ts))
+               if newest is not None and ts is not None else None)
+        rows.append({**p, "prepared_ts": None if ts is None else _epoch_micros(ts),
+                     "age_seconds": age, "as_of_file": newest_file})
+    replace_source_rows(spark, settings, settings.table(XA_PENDING), rows, run_id)
+    rows.sort(key=lambda r: (r["prepare_seq"], r["prepare_pos"]))
+    # as Spark's collect gives them (a TIMESTAMP: the naive local time)
+    return [{"source": settings.source, **{c: r[c] for c in cols if c != "prepared_ts"},
+             "prepared_ts": None if r["prepared_ts"] is None else _local_naive(
+                 r["prepared_ts"]), "age_seconds": r["age_seconds"],
+             "as_of_file": r["as_of_file"], "run_id": run_id} for r in rows]
+
+
+def _epoch_micros(ts: Any) -> int:
+    import datetime as dt
+
+    if ts.tzinfo is None:  # (an Iceberg timestamp without zone: UTC)
+        ts = ts.replace(tzinfo=dt.UTC)
+    return (ts - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+
+
+def _epoch_seconds(ts: Any) -> int:
+    """Spark's unix_timestamp: whole seconds, floored."""
+    return _epoch_micros(ts) // 1_000_000
+
+
+def _local_naive(micros: int) -> Any:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(micros // 1_000_000).replace(
+        microsecond=micros % 1_000_000)
