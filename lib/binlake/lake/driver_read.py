@@ -44,8 +44,26 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: str,
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
         return schema_to_pyarrow(static.schema().select(*columns)).empty_table()
-    return static.scan(row_filter=row_filter, selected_fields=columns,
-                       snapshot_id=int(snap.snapshotId())).to_arrow()
+    return _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=row_filter,
+                         selected_fields=columns,
+                         snapshot_id=int(snap.snapshotId())).to_arrow()
+
+
+def _scan_class() -> Any:
+    """pyiceberg's scan, reading a snapshot with the table's current schema, as Spark reads a
+    branch's or main's snapshot (pyiceberg's own takes the schema the snapshot was written
+    with: a column dropped and added again since would come back with its old values)."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import DataScan
+
+    class CurrentSchemaScan(DataScan):
+        def projection(self) -> Schema:
+            schema = self.table_metadata.schema()
+            if "*" in self.selected_fields:
+                return schema
+            return schema.select(*self.selected_fields, case_sensitive=self.case_sensitive)
+
+    return CurrentSchemaScan
 
 
 # pyiceberg's filter expressions, built here (its classes' annotations are pydantic's: mypy
