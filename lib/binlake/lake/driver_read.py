@@ -35,9 +35,7 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: str,
     from pyiceberg.table import StaticTable
 
     jtable = java_table(spark, table)
-    branch = spark.conf.get("spark.wap.branch", None)
-    snap = (jtable.snapshot(branch) if branch and has_branch(jtable, branch)
-            else jtable.currentSnapshot())
+    snap = _snapshot(spark, jtable)
     static = StaticTable.from_metadata(
         jtable.operations().current().metadataFileLocation(), properties=io_properties(settings))
     if snap is None:
@@ -47,6 +45,43 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: str,
     return _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=row_filter,
                          selected_fields=columns,
                          snapshot_id=int(snap.snapshotId())).to_arrow()
+
+
+def plan_matches(spark: Any, table: str, condition: str) -> bool | None:
+    """Whether the snapshot Spark would read of ``table`` has a data file that may hold a
+    row matching ``condition`` (SQL of the simple kind: comparisons, IN, IS NULL, AND, OR),
+    from Iceberg's plan by pyiceberg (partition values and column statistics; no file is
+    read).  False when the table has no snapshot there; None when pyiceberg cannot tell
+    (its parser does not take the condition, or the plan fails): ask Spark."""
+    import os
+
+    try:
+        from pyiceberg.expressions.parser import parse
+        from pyiceberg.table import StaticTable
+
+        expr = parse(condition)
+        jtable = java_table(spark, table)
+        snap = _snapshot(spark, jtable)
+        if snap is None:
+            return False
+        props = {}
+        if os.environ.get("BINLAKE_S3_ENDPOINT_URL"):  # (set by build_session)
+            props["s3.endpoint"] = os.environ["BINLAKE_S3_ENDPOINT_URL"]
+        static = StaticTable.from_metadata(
+            jtable.operations().current().metadataFileLocation(), properties=props)
+        tasks = _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=expr,
+                              snapshot_id=int(snap.snapshotId())).plan_files()
+        return any(True for _ in tasks)
+    except Exception:  # any doubt: Spark's plan decides
+        return None
+
+
+def _snapshot(spark: Any, jtable: Any) -> Any:
+    """The snapshot Spark reads: the write-audit-publish branch's when one is set and
+    exists, else main's (None: never written there)."""
+    branch = spark.conf.get("spark.wap.branch", None)
+    return (jtable.snapshot(branch) if branch and has_branch(jtable, branch)
+            else jtable.currentSnapshot())
 
 
 def _scan_class() -> Any:

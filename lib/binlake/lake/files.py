@@ -16,8 +16,7 @@ from .tables import (
     FILES,
     _in,
     _q,
-    has_snapshots,
-    may_match,
+    may_hold,
 )
 
 
@@ -61,7 +60,7 @@ def _record_files(spark: Any, settings: Settings, file_rows: list[tuple[Any, ...
                   run_id: str) -> None:
     """Write the run's ``files`` rows (:func:`_file_rows`) in one commit: a MERGE on
     ``(source, file)`` (a file seen before gets its row replaced); when no data file of
-    ``files`` can hold a row of these files (Iceberg's metadata, :func:`tables.may_match`:
+    ``files`` can hold a row of these files (Iceberg's metadata, :func:`tables.may_hold`:
     new files, the usual case), an append of the rows written by the driver instead (the
     same rows, no Spark job)."""
     table = settings.table(FILES)
@@ -73,7 +72,7 @@ def _record_files(spark: Any, settings: Settings, file_rows: list[tuple[Any, ...
     cond = (f"source = '{_q(settings.source)}' AND file IN "
             f"({_in(sorted({r[names.index('file')] for r in file_rows}))}) AND "
             f"(seq IN ({', '.join(map(str, seqs))}) OR seq IS NULL)")
-    if has_snapshots(spark, table) and may_match(spark, table, cond):
+    if may_hold(spark, table, cond):
         fdf = spark.createDataFrame(file_rows, FILE_SCHEMA)
         _merge(spark, settings, FILES, fdf, ["file"], run_id,
                {"first_ts": "timestamp_seconds(first_ts)",

@@ -478,16 +478,18 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     # What these files contributed before (a run killed halfway, or ``reload``) goes first:
     # then plain appends (the executors' data files), no joins against the growing tables.
     in_seqs = ",".join(str(n) for n in seqs)
-    for table, where in ((ROW_CHANGES, f"order_seq IN ({in_seqs})"),
-                         (TRANSACTIONS, f"order_seq IN ({in_seqs})"),
-                         # (file, pos) is unique: a statement is in one range, emitted once
-                         (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
-                         (XA_PREPARES, f"prepare_seq IN ({in_seqs})"),
-                         # (seq too: file names' column statistics are cut to 16
-                         # characters, so the file alone rules out no data file)
-                         (STREAM_FACTS, f"seq IN ({in_seqs}) AND "
-                                        f"file IN ({_in([f.name for f in files])})")):
-        # One table after the other (each a delete and an append).
+    record_tables = [
+        (ROW_CHANGES, f"order_seq IN ({in_seqs})"),
+        (TRANSACTIONS, f"order_seq IN ({in_seqs})"),
+        # (file, pos) is unique: a statement is in one range, emitted once
+        (STATEMENTS, f"file IN ({_in([f.name for f in files])})"),
+        (XA_PREPARES, f"prepare_seq IN ({in_seqs})"),
+        # (seq too: file names' column statistics are cut to 16 characters, so the file
+        # alone rules out no data file)
+        (STREAM_FACTS, f"seq IN ({in_seqs}) AND file IN ({_in([f.name for f in files])})")]
+
+    def replace_rows(table: str, where: str) -> None:
+        """One table: its delete, then its append."""
         if table == TRANSACTIONS and late:
             # XA decisions stored without their PREPARE, decided in this run (a backfill)
             where += " OR (kind = 'xa' AND prepare_file IS NULL AND (" + " OR ".join(
@@ -496,6 +498,12 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         add = [w for w in to_add if w["table"] == table]
         if add:
             add_data_files(spark, settings, table, add, run_id)
+
+    # Tables are independent (each its own commits, which queue for the catalog's
+    # connection): a few at once, as the typed tables are filled, keep the driver's round
+    # trips to the JVM and the catalog overlapping.
+    with ThreadPoolExecutor(max_workers=settings.typed_parallelism) as pool:
+        list(pool.map(lambda tw: replace_rows(*tw), record_tables))
     if orphan_txns:  # XA COMMITs whose PREPARE is nowhere: a few rows, from the driver
         txns = spark.createDataFrame([tuple(t[c] for c in TXN_COLS) for t in orphan_txns],
                                      TXN_SCHEMA)

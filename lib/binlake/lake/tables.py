@@ -157,13 +157,26 @@ def may_match(spark: Any, table: str, condition: str) -> bool:
         return True
 
 
+def may_hold(spark: Any, table: str, condition: str) -> bool:
+    """Whether a data file of ``table`` may hold a row matching ``condition`` (SQL), without
+    a Spark job: Iceberg's plan of the snapshot Spark would read, by pyiceberg on the driver
+    (:func:`driver_read.plan_matches`), else, when that cannot tell (a condition its parser
+    does not take), Spark's own plan (:func:`has_snapshots`, :func:`may_match`)."""
+    from .driver_read import plan_matches
+
+    found = plan_matches(spark, table, condition)
+    if found is not None:
+        return found
+    return has_snapshots(spark, table) and may_match(spark, table, condition)
+
+
 def delete_where(spark: Any, table: str, condition: str) -> bool:
     """DELETE the rows matching ``condition``, only if there are any: a DELETE that matches
     nothing would still commit an (empty) snapshot into the table's history.  Usually free:
     a table never written (no snapshot) is not read at all, and when the files' partition
-    values and column statistics rule every one of them out (:func:`may_match`: the usual
+    values and column statistics rule every one of them out (:func:`may_hold`: the usual
     case for a load of new files) no Spark job runs; else a count decides."""
-    if not has_snapshots(spark, table) or not may_match(spark, table, condition) \
+    if not may_hold(spark, table, condition) \
             or not spark.table(table).where(condition).limit(1).count():
         return False
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
