@@ -77,20 +77,29 @@ def _finish(spark: Any, settings: Settings, branch: str, keep: bool) -> list[str
     check_branch_name(branch)
     if spark.conf.get("spark.wap.branch", None):
         spark.conf.unset("spark.wap.branch")
-    done = []
     # Through the Iceberg Java API of the catalog Spark holds: no Spark job per table (a
     # publish of ~20 tables was ~80 SQL statements and 20 jobs over the refs tables).
-    for name in _tables(spark, settings):
+    def one(name: str) -> str | None:
         table = settings.table(name)
         jtable = java_table(spark, table)
         if not has_branch(jtable, branch):
-            continue
+            return None
         if keep:
             _publish_table(spark, settings, name, branch, jtable)
         _move_watermarks(jtable, branch, keep)
         jtable.manageSnapshots().removeBranch(branch).commit()
         spark.sql(f"REFRESH TABLE {table}")
-        done.append(name)
+        return name
+
+    # The tables but ``files`` a few at once (their commits queue for the catalog's
+    # connection), then ``files``: a file shows as loaded only once its rows are published.
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = _tables(spark, settings)
+    with ThreadPoolExecutor(max_workers=settings.typed_parallelism) as pool:
+        done = [n for n in pool.map(one, [n for n in names if n != FILES]) if n]
+    if FILES in names and one(FILES):
+        done.append(FILES)
     return done
 
 

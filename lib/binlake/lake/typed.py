@@ -274,14 +274,18 @@ def _prepare_all(spark: Any, settings: Settings, tables_seen: list[dict[str, Any
                  run_id: str, seqs: list[int] | None) -> list[_TableJob]:
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     layouts = _sync_layouts(spark, settings, tables_seen, run_id)
-    # Schemas first, one table after the other (each a catalog write).
-    jobs = []
-    for key in sorted(layouts):
+    # Schemas first, a few tables at once (each a few catalog reads and maybe a write; the
+    # writes queue for the catalog's connection).
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(key: tuple[str, str]) -> _TableJob:
         t0 = time.time()
         job = _prepare_table(spark, settings, key[0], key[1], layouts[key], seqs)
         job.rep["seconds"] = round(time.time() - t0, 3)
-        jobs.append(job)
-    return jobs
+        return job
+
+    with ThreadPoolExecutor(max_workers=settings.typed_parallelism) as pool:
+        return list(pool.map(one, sorted(layouts)))
 
 
 def _fill_all(spark: Any, settings: Settings, jobs: list[_TableJob],
