@@ -27,15 +27,17 @@ def io_properties(settings: Settings) -> dict[str, str]:
     return props
 
 
-def read_rows(spark: Any, settings: Settings, table: str, row_filter: str,
-              columns: tuple[str, ...]) -> Any:
-    """The rows of ``table`` (a full name) matching ``row_filter`` (pyiceberg's filter text:
-    ``source = 'x' AND status = 'loaded'``), only ``columns``: an Arrow table (empty, with
-    those columns, when the table was never written)."""
+def read_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
+              columns: tuple[str, ...], branch: str | None = None) -> Any:
+    """The rows of ``table`` (a full name) matching ``row_filter`` (a pyiceberg expression,
+    or its filter text: ``source = 'x' AND status = 'loaded'``), only ``columns``: an Arrow
+    table (empty, with those columns, when the table was never written).  ``branch``: read
+    that branch when the table has it (default: the load's write-audit-publish branch when
+    one is set), else main."""
     from pyiceberg.table import StaticTable
 
     jtable = java_table(spark, table)
-    snap = _snapshot(spark, jtable)
+    snap = _snapshot(spark, jtable, branch)
     static = StaticTable.from_metadata(
         jtable.operations().current().metadataFileLocation(), properties=io_properties(settings))
     if snap is None:
@@ -76,10 +78,10 @@ def plan_matches(spark: Any, table: str, condition: str) -> bool | None:
         return None
 
 
-def _snapshot(spark: Any, jtable: Any) -> Any:
-    """The snapshot Spark reads: the write-audit-publish branch's when one is set and
-    exists, else main's (None: never written there)."""
-    branch = spark.conf.get("spark.wap.branch", None)
+def _snapshot(spark: Any, jtable: Any, branch: str | None = None) -> Any:
+    """The snapshot Spark reads: ``branch``'s (default: the write-audit-publish branch, when
+    one is set) when the table has it, else main's (None: never written there)."""
+    branch = branch or spark.conf.get("spark.wap.branch", None)
     return (jtable.snapshot(branch) if branch and has_branch(jtable, branch)
             else jtable.currentSnapshot())
 

@@ -99,30 +99,38 @@ def lake_pending_groups(spark: Any, settings: Settings, first_seq: int, run_file
                         read: Any) -> list[tuple[Any, ...]]:
     """XA PREPARE groups stored by earlier runs and undecided before this run's first file,
     as ``groups`` rows (origin ``lake``), their row counts read from the stored state."""
+    from ..lake.driver_read import all_of, eq, is_in, lt, not_null
     from ..lake.tables import TRANSACTIONS, XA_PREPARES
 
-    src = _q(settings.source)
-    preps = read(XA_PREPARES)
-    txns = read(TRANSACTIONS)
+    # read on the driver (no Spark job): the stored prepares' keys, the decided ones', then
+    # the state of those still pending
+    src = eq("source", settings.source)
+    before = lt("prepare_seq", int(first_seq))
+    preps = read.rows(XA_PREPARES, all_of(src, before), (
+        "prepare_file", "prepare_seq", "prepare_pos", "prepare_end_pos", "prepare_gtid",
+        "prepared_ts", "xa_format_id", "xa_gtrid", "xa_bqual"))
+    txns = read.rows(TRANSACTIONS, all_of(src, eq("kind", "xa"), not_null("prepare_file"),
+                                          lt("order_seq", int(first_seq))),
+                     ("prepare_file", "prepare_pos"))
     if preps is None or txns is None:
         return []
-    tag = uuid.uuid4().hex[:8]
-    preps.createOrReplaceTempView(f"q_preps_{tag}")
-    txns.createOrReplaceTempView(f"q_txns_{tag}")
-    rows = spark.sql(f"""
-        SELECT p.prepare_file, p.prepare_seq, p.prepare_pos, p.prepare_end_pos, p.prepare_gtid,
-               CAST(unix_timestamp(p.prepared_ts) AS BIGINT) AS ts, p.xa_format_id,
-               p.xa_gtrid, p.xa_bqual, p.state
-        FROM q_preps_{tag} p
-        LEFT ANTI JOIN (SELECT prepare_file, prepare_pos FROM q_txns_{tag}
-                        WHERE source = '{src}' AND kind = 'xa' AND prepare_file IS NOT NULL
-                          AND order_seq < {first_seq}) d
-          ON p.prepare_file = d.prepare_file AND p.prepare_pos = d.prepare_pos
-        WHERE p.source = '{src}' AND p.prepare_seq < {first_seq}""").collect()
+    done = set(zip(txns.column("prepare_file").to_pylist(),
+                   txns.column("prepare_pos").to_pylist()))
+    rows = [dict(p, ts=None if p["prepared_ts"] is None else int(
+        p["prepared_ts"].timestamp() // 1)) for p in preps.to_pylist()
+            if (p["prepare_file"], p["prepare_pos"]) not in done
+            and p["prepare_file"] not in run_files]
+    states: dict[tuple[str, int], Any] = {}
+    if rows:
+        got = read.rows(XA_PREPARES, all_of(src, before, is_in(
+            "prepare_pos", sorted({r["prepare_pos"] for r in rows}))),
+            ("prepare_file", "prepare_pos", "state"))
+        states = {(f, p): st for f, p, st in zip(*(got.column(c).to_pylist() for c in (
+            "prepare_file", "prepare_pos", "state")))}
+    for r in rows:
+        r["state"] = states.get((r["prepare_file"], r["prepare_pos"]))
     out = []
     for r in rows:
-        if r["prepare_file"] in run_files:
-            continue
         counts: tuple[int, ...] = (0,) * 6
         if r["state"]:
             (txn,) = load_pending(r["state"])
@@ -301,28 +309,44 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
 
 # -- the lake -----------------------------------------------------------------------------------
 
-def table_reader(spark: Any, settings: Settings, branch: str | None) -> Any:
-    """read(name) -> the lake table as of ``branch`` (main when the table has no such
+class TableReader:
+    """``read(name)``: the lake table as of ``branch`` (main when the table has no such
     branch), or None when the table does not exist.  Each table is looked up once, its
     branch through the Iceberg table's refs (no Spark job: validation reads about fifteen
-    tables, and a query of each one's ``refs`` table was a job of its own)."""
-    from ..lake.commit import has_branch, java_table
+    tables, and a query of each one's ``refs`` table was a job of its own).
+    ``read.rows(name, filter, columns)``: a few of its rows on the driver, without a Spark
+    job (:func:`binlake.lake.driver_read.read_rows`: Arrow), or None."""
 
-    seen: dict[str, Any] = {}
+    def __init__(self, spark: Any, settings: Settings, branch: str | None) -> None:
+        self.spark, self.settings, self.branch = spark, settings, branch
+        self.seen: dict[str, Any] = {}
 
-    def read(name: str) -> Any:
-        if name in seen:
-            return seen[name]
-        full = settings.table(name)
+    def __call__(self, name: str) -> Any:
+        from ..lake.commit import has_branch, java_table
+
+        if name in self.seen:
+            return self.seen[name]
+        full = self.settings.table(name)
         df = None
-        if spark.catalog.tableExists(full):
-            df = spark.table(full)
-            if branch and has_branch(java_table(spark, full), branch):
-                df = spark.read.option("branch", branch).table(full)
-        seen[name] = df
+        if self.spark.catalog.tableExists(full):
+            df = self.spark.table(full)
+            if self.branch and has_branch(java_table(self.spark, full), self.branch):
+                df = self.spark.read.option("branch", self.branch).table(full)
+        self.seen[name] = df
         return df
 
-    return read
+    def rows(self, name: str, row_filter: Any, columns: tuple[str, ...]) -> Any:
+        from ..lake.driver_read import read_rows
+
+        if self(name) is None:
+            return None
+        return read_rows(self.spark, self.settings, self.settings.table(name), row_filter,
+                         columns, branch=self.branch)
+
+
+def table_reader(spark: Any, settings: Settings, branch: str | None) -> TableReader:
+    """The lake's tables as of ``branch`` (:class:`TableReader`)."""
+    return TableReader(spark, settings, branch)
 
 
 RECON_SCHEMA = "order_seq INT, order_pos BIGINT, file STRING, expected STRING, actual STRING"
@@ -341,12 +365,11 @@ def build_reconciliation(spark: Any, settings: Settings, stream: StreamData, rea
     src = _q(settings.source)
     seqs = sorted({r["seq"] for r in stream.file_rows})
     names = {r["seq"]: r["file"] for r in stream.file_rows}
-    lake_files = read(FILES)
-    failed: list[str] = []
-    if lake_files is not None:
-        failed = [r["file"] for r in lake_files.where(
-            (F.col("source") == settings.source) & (F.col("status") == "failed")
-            & F.col("file").isin(list(names.values()))).select("file").collect()]
+    from ..lake.driver_read import all_of, eq, is_in
+
+    got = read.rows(FILES, all_of(eq("source", settings.source), eq("status", "failed"),
+                                  is_in("file", list(names.values()))), ("file",))
+    failed: list[str] = [] if got is None else got.column("file").to_pylist()
     skip = [s for s, n in names.items() if n in failed]
     notes["reconciliation.row_changes"] = {
         "files_failed_in_lake": failed,
@@ -410,12 +433,15 @@ def _mirrors(spark: Any, settings: Settings, read: Any, rc: Any, src: str) -> An
     per_table = rc.where(F.col("source") == settings.source).groupBy("db", "tbl").agg(
         (F.count_if(F.col("op") == "insert") - F.count_if(F.col("op") == "delete"))
         .alias("n")).collect()
+    from ..lake.driver_read import eq
+
     rows = []
     for r in per_table:
         _, mirror = table_names(r["db"], r["tbl"])
-        m = read(mirror)
-        if m is None:
+        # (the source's rows counted on the driver: one column read, position deletes
+        # applied; a Spark count was a job per mirror)
+        got = read.rows(mirror, eq("_source", settings.source), ("_source",))
+        if got is None:
             continue
-        n = m.where(F.col("_source") == settings.source).count()
-        rows.append((f"{r['db']}.{r['tbl']}", str(r["n"]), str(n)))
+        rows.append((f"{r['db']}.{r['tbl']}", str(r["n"]), str(got.num_rows)))
     return local_frame(spark, rows, schema)
