@@ -49,6 +49,37 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
                          snapshot_id=int(snap.snapshotId())).to_arrow()
 
 
+def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
+               columns: tuple[str, ...]) -> dict[tuple[Any, ...], int]:
+    """Rows of ``table`` matching ``row_filter``, counted per value of ``columns``, read
+    on the driver one record batch at a time (memory bounded by a batch, not the rows: a
+    night's ``row_changes`` are millions)."""
+    from collections import Counter
+
+    from pyiceberg.table import StaticTable
+
+    jtable = java_table(spark, table)
+    snap = _snapshot(spark, jtable)
+    if snap is None:
+        return {}
+    static = StaticTable.from_metadata(
+        jtable.operations().current().metadataFileLocation(), properties=io_properties(settings))
+    reader = _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=row_filter,
+                           selected_fields=columns,
+                           snapshot_id=int(snap.snapshotId())).to_arrow_batch_reader()
+    out: Counter[tuple[Any, ...]] = Counter()
+    for batch in reader:
+        if not batch.num_rows:
+            continue
+        import pyarrow as pa
+
+        agg = pa.Table.from_batches([batch]).group_by(list(columns)).aggregate(
+            [([], "count_all")])
+        for row in agg.to_pylist():
+            out[tuple(row[c] for c in columns)] += row["count_all"]
+    return dict(out)
+
+
 def plan_matches(spark: Any, table: str, condition: str) -> bool | None:
     """Whether the snapshot Spark would read of ``table`` has a data file that may hold a
     row matching ``condition`` (SQL of the simple kind: comparisons, IN, IS NULL, AND, OR),

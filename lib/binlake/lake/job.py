@@ -641,19 +641,16 @@ def _summarize(spark: Any, settings: Settings, summary: LoadSummary,
     """Small aggregates of what the lake holds for these files (read on the driver,
     :func:`driver_read.read_rows`; a transaction's ``order_seq`` is its ``end_file``'s
     sequence number, which the data files' statistics keep whole)."""
-    from collections import Counter
-
-    from .driver_read import all_of, eq, is_in, read_rows
+    from .driver_read import all_of, count_rows, eq, is_in
 
     src = eq("source", settings.source)
     seqs = is_in("order_seq", [f.seq for f in files])
-    txns = read_rows(spark, settings, settings.table(TRANSACTIONS),
-                     all_of(src, seqs, is_in("end_file", [f.name for f in files])),
-                     ("status",))
-    summary.transactions = dict(Counter(txns.column("status").to_pylist()))
-    rows = read_rows(spark, settings, settings.table(ROW_CHANGES), all_of(src, seqs),
-                     ("db", "tbl"))
-    summary.rows = dict(Counter(f"{d}.{t}" for d, t in zip(rows.column("db").to_pylist(),
-                                                           rows.column("tbl").to_pylist())))
+    txns = count_rows(spark, settings, settings.table(TRANSACTIONS),
+                      all_of(src, seqs, is_in("end_file", [f.name for f in files])),
+                      ("status",))
+    summary.transactions = {k[0]: n for k, n in txns.items()}
+    rows = count_rows(spark, settings, settings.table(ROW_CHANGES), all_of(src, seqs),
+                      ("db", "tbl"))
+    summary.rows = {f"{d}.{t}": n for (d, t), n in rows.items()}
 
 
