@@ -129,3 +129,21 @@ def test_random_bytes_after_the_magic(tmp_path: Path, blob: bytes) -> None:
         read_all(p, verify=False)
     finally:
         logging.disable(logging.NOTSET)
+
+
+def test_rows_of_no_bytes_are_corrupt_not_endless() -> None:
+    """A rows event over a Table_map of no columns (a damaged one): each row image is zero
+    bytes, so the loop over the rows would never end (found by the mutation test above,
+    which then held the suite's memory until the machine killed it)."""
+    from binlake.binlog.columns import TableMap
+    from binlake.binlog.constants import EventType as E
+    from binlake.binlog.context import DecodeContext
+    from binlake.binlog.errors import BinlogError
+    from binlake.binlog.events.rows import _rows
+
+    ctx = DecodeContext("f.000001", None)  # type: ignore[arg-type]
+    tm = TableMap(7, "d", "t", 0, [])
+    for code in (E.WRITE_ROWS, E.UPDATE_ROWS, E.DELETE_ROWS):
+        with pytest.raises(BinlogError, match="takes no bytes") as info:
+            _rows(ctx, tm, code, b"\x00\x01\x02", 0, 1234, 0, 0)
+        assert info.value.offset == 1234 and info.value.file == "f.000001"

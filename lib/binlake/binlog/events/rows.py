@@ -147,6 +147,18 @@ def decode_rows(ctx: DecodeContext, type_code: int, body: bytes, pos: int,
     return d
 
 
+def _advanced(ctx: DecodeContext, tm: TableMap, p: int, q: int, n: int, pos: int,
+              data: bytes) -> int:
+    """``q``, the end of row ``n`` that started at ``p``; a row of no bytes (no column
+    present and no null bitmap: a damaged Table_map or column bitmap) is corrupt, else the
+    loop over the event's rows would never end."""
+    if q <= p:
+        raise ctx.corrupt(f"row {n} of {tm.db}.{tm.table} takes no bytes: the event's rows "
+                          "cannot be told apart", pos, expected="a row image of at least one "
+                          "byte", actual=f"{q - p} bytes at body offset {p}", raw=data[:64])
+    return q
+
+
 def _rows(ctx: DecodeContext, tm: TableMap, type_code: int, data: bytes, p: int, pos: int,
           present: int, present_after: int) -> list[tuple[Any, Any]]:
     """Rows as (before, after) pairs: (None, row) insert, (row, None) delete, (row, row) update."""
@@ -158,27 +170,31 @@ def _rows(ctx: DecodeContext, tm: TableMap, type_code: int, data: bytes, p: int,
         read = compile_reader(tm, present, null_shift=shift)
         if type_code in _WRITE:
             while p < end:
-                row, p = read(data, p)
+                row, q = read(data, p)
+                p = _advanced(ctx, tm, p, q, len(rows), pos, data)
                 append((None, row))
         elif type_code == E.PARTIAL_UPDATE_ROWS:
             from ..partial import read_partial_update
 
             read_after = compile_reader(tm, present_after)
             while p < end:
-                before, p = read(data, p)
-                after, p = read_partial_update(ctx, tm, present_after, read_after, data, p,
+                before, q = read(data, p)
+                after, q = read_partial_update(ctx, tm, present_after, read_after, data, q,
                                                before, pos)
+                p = _advanced(ctx, tm, p, q, len(rows), pos, data)
                 append((before, after))
         elif type_code in _UPDATE:
             read_after = (compile_reader(tm, present_after, null_shift=shift)
                           if present_after != present else read)
             while p < end:
-                before, p = read(data, p)
-                after, p = read_after(data, p)
+                before, q = read(data, p)
+                after, q = read_after(data, q)
+                p = _advanced(ctx, tm, p, q, len(rows), pos, data)
                 append((before, after))
         else:
             while p < end:
-                row, p = read(data, p)
+                row, q = read(data, p)
+                p = _advanced(ctx, tm, p, q, len(rows), pos, data)
                 append((row, None))
     except BinlogError:
         raise
