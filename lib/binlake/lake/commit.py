@@ -88,11 +88,18 @@ def add_data_files(spark: Any, settings: Settings, table: str,
     append = jtable.newAppend()
     for f in files:
         append.appendFile(f)
-    append.set("binlake.run_id", run_id)
-    branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
+    commit_operation(spark, append, name, run_id)
+
+
+def commit_operation(spark: Any, op: Any, name: str, run_id: str) -> None:
+    """Commit an Iceberg Java snapshot operation of table ``name``: tagged with the run,
+    on the write-audit-publish branch when one is set (see ``on_branch``), Spark's cached
+    table refreshed after."""
+    op.set("binlake.run_id", run_id)
+    branch = spark.conf.get("spark.wap.branch", None)
     if branch:
-        append.toBranch(branch)
-    append.commit()
+        op.toBranch(branch)
+    op.commit()
     spark.sql(f"REFRESH TABLE {name}")
 
 
@@ -104,18 +111,25 @@ def append_rows(spark: Any, settings: Settings, table: str, rows: list[dict[str,
     column from the rows, None when a row lacks it; timestamps as epoch microseconds), then
     :func:`add_data_files`.  Files written and never committed (a kill in between) are a
     killed run's, removed by the next load (:mod:`binlake.lake.orphans`)."""
-    import uuid
-
     if not rows:
         return
     name = table if "." in table else settings.table(table)
+    add_data_files(spark, settings, name, _write_rows(spark, settings, name, rows, run_id),
+                   run_id)
+
+
+def _write_rows(spark: Any, settings: Settings, name: str, rows: list[dict[str, Any]],
+                run_id: str) -> list[dict[str, Any]]:
+    """``rows`` written by the driver as data files of table ``name`` (see
+    :func:`append_rows`); their WRITTEN records."""
+    import uuid
+
     out = table_out(spark, name)
     sink = DataSink({name: out}, settings.source, run_id, settings.s3_endpoint_url,
-                      attempt=uuid.uuid4().hex[:8])
+                    attempt=uuid.uuid4().hex[:8])
     columns = {f.name: [r.get(f.name) for r in rows] for f in out.schema
                if f.name not in ("source", "run_id")}
-    add_data_files(spark, settings, name, sink.write(name, "driver", "", columns, len(rows)),
-                   run_id)
+    return sink.write(name, "driver", "", columns, len(rows))
 
 
 def replace_source_rows(spark: Any, settings: Settings, table: str,
@@ -125,28 +139,14 @@ def replace_source_rows(spark: Any, settings: Settings, table: str,
     the driver, without a Spark job: the rows written as :func:`append_rows` writes them,
     the source's data files removed by the same overwrite; on the write-audit-publish
     branch when one is set."""
-    import uuid
-
-    out = table_out(spark, table)
-    written: list[dict[str, Any]] = []
-    if rows:
-        sink = DataSink({table: out}, settings.source, run_id, settings.s3_endpoint_url,
-                        attempt=uuid.uuid4().hex[:8])
-        columns = {f.name: [r.get(f.name) for r in rows] for f in out.schema
-                   if f.name not in ("source", "run_id")}
-        written = sink.write(table, "driver", "", columns, len(rows))
+    written = _write_rows(spark, settings, table, rows, run_id) if rows else []
     jtable = java_table(spark, table)
     data_file = data_file_builder(spark, jtable)
     op = jtable.newOverwrite().overwriteByRowFilter(
         spark._jvm.org.apache.iceberg.expressions.Expressions.equal("source", settings.source))
     for w in written:
         op.addFile(data_file(w))
-    op.set("binlake.run_id", run_id)
-    branch = spark.conf.get("spark.wap.branch", None)  # see on_branch()
-    if branch:
-        op.toBranch(branch)
-    op.commit()
-    spark.sql(f"REFRESH TABLE {table}")
+    commit_operation(spark, op, table, run_id)
 
 
 def remove_files(paths: list[str]) -> None:

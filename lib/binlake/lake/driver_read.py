@@ -34,19 +34,12 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
     table (empty, with those columns, when the table was never written).  ``branch``: read
     that branch when the table has it (default: the load's write-audit-publish branch when
     one is set), else main."""
-    from pyiceberg.table import StaticTable
-
-    jtable = java_table(spark, table)
-    snap = _snapshot(spark, jtable, branch)
-    static = StaticTable.from_metadata(
-        jtable.operations().current().metadataFileLocation(), properties=io_properties(settings))
-    if snap is None:
+    static, scan = _scan(spark, table, io_properties(settings), row_filter, columns, branch)
+    if scan is None:
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
         return schema_to_pyarrow(static.schema().select(*columns)).empty_table()
-    return _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=row_filter,
-                         selected_fields=columns,
-                         snapshot_id=int(snap.snapshotId())).to_arrow()
+    return scan.to_arrow()
 
 
 def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
@@ -56,19 +49,11 @@ def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
     night's ``row_changes`` are millions)."""
     from collections import Counter
 
-    from pyiceberg.table import StaticTable
-
-    jtable = java_table(spark, table)
-    snap = _snapshot(spark, jtable)
-    if snap is None:
+    _, scan = _scan(spark, table, io_properties(settings), row_filter, columns)
+    if scan is None:
         return {}
-    static = StaticTable.from_metadata(
-        jtable.operations().current().metadataFileLocation(), properties=io_properties(settings))
-    reader = _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=row_filter,
-                           selected_fields=columns,
-                           snapshot_id=int(snap.snapshotId())).to_arrow_batch_reader()
     out: Counter[tuple[Any, ...]] = Counter()
-    for batch in reader:
+    for batch in scan.to_arrow_batch_reader():
         if not batch.num_rows:
             continue
         import pyarrow as pa
@@ -90,23 +75,32 @@ def plan_matches(spark: Any, table: str, condition: str) -> bool | None:
 
     try:
         from pyiceberg.expressions.parser import parse
-        from pyiceberg.table import StaticTable
 
         expr = parse(condition)
-        jtable = java_table(spark, table)
-        snap = _snapshot(spark, jtable)
-        if snap is None:
-            return False
         props = {}
         if os.environ.get("BINLAKE_S3_ENDPOINT_URL"):  # (set by build_session)
             props["s3.endpoint"] = os.environ["BINLAKE_S3_ENDPOINT_URL"]
-        static = StaticTable.from_metadata(
-            jtable.operations().current().metadataFileLocation(), properties=props)
-        tasks = _scan_class()(table_metadata=static.metadata, io=static.io, row_filter=expr,
-                              snapshot_id=int(snap.snapshotId())).plan_files()
-        return any(True for _ in tasks)
+        _, scan = _scan(spark, table, props, expr)
+        return scan is not None and any(True for _ in scan.plan_files())
     except Exception:  # any doubt: Spark's plan decides
         return None
+
+
+def _scan(spark: Any, table: str, props: dict[str, str], row_filter: Any,
+          columns: tuple[str, ...] = ("*",), branch: str | None = None) -> tuple[Any, Any]:
+    """(the pyiceberg table of ``table``'s current metadata, its scan of the snapshot
+    Spark reads, :func:`_snapshot`: None when never written there)."""
+    from pyiceberg.table import StaticTable
+
+    jtable = java_table(spark, table)
+    snap = _snapshot(spark, jtable, branch)
+    static = StaticTable.from_metadata(
+        jtable.operations().current().metadataFileLocation(), properties=props)
+    if snap is None:
+        return static, None
+    return static, _scan_class()(table_metadata=static.metadata, io=static.io,
+                                 row_filter=row_filter, selected_fields=columns,
+                                 snapshot_id=int(snap.snapshotId()))
 
 
 def _snapshot(spark: Any, jtable: Any, branch: str | None = None) -> Any:

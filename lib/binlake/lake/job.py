@@ -305,18 +305,11 @@ def _small_input(files: list[BinlogFile], limit: int) -> bool:
 def _warm_imports() -> None:
     """Import what the driver needs later in a load (pyiceberg and pyarrow for the data
     files' schemas and the driver's own data files, pandas for Spark's Arrow conversions)
-    while it waits for the survey: about a second less on the load's path."""
-    import contextlib
-    import importlib
+    while it waits for the survey, when the session's own warm-up (``build_session``) has
+    not done it yet: about a second less on the load's path."""
+    from .spark import WARM_MODULES, warm_imports
 
-    # (distutils.version: pyspark's Arrow type mapping imports it on first use, and with it
-    # setuptools: 0.4 s)
-    for name in ("pandas", "pyarrow.parquet", "pyiceberg.schema", "pyiceberg.io.pyarrow",
-                 "pyiceberg.table", "pyspark.sql.pandas.types", "distutils.version",
-                 "binlake.lake.typed", "binlake.lake.typedconv"):
-        # a missing one is imported (and reported) where it is needed, if ever
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
+    warm_imports((*WARM_MODULES, "binlake.lake.typed", "binlake.lake.typedconv"))
 
 
 def _run_history(spark: Any, settings: Settings, everything: list[BinlogFile],

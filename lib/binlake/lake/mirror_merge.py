@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import Settings
-from .commit import data_file_builder, has_branch, java_table, table_out
+from .commit import commit_operation, data_file_builder, java_table, table_out
+from .driver_read import _snapshot
 from .sink import DataSink, data_filesystem
 from .typedconv import ORDER
 
@@ -51,9 +52,7 @@ def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
     jtable = java_table(spark, mirror)
     if not jtable.spec().isUnpartitioned() or jtable.operations().current().formatVersion() < 2:
         return None
-    branch = spark.conf.get("spark.wap.branch", None)
-    snap = (jtable.snapshot(branch) if branch and has_branch(jtable, branch)
-            else jtable.currentSnapshot())
+    snap = _snapshot(spark, jtable)
     live = _live_rows(spark, settings, jtable, snap, folded, pk)
     if live is None:
         return None
@@ -95,7 +94,7 @@ def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
                                        gone.column(1).cast(pa.int64())], schema=schema)
         deletes = sink._write_files(mirror, "deletes", "", [((), posdel)])
     _commit(spark, jtable, mirror, written, deletes,
-            sorted(set(gone.column("__bl_path").to_pylist())), snap, branch, run_id)
+            sorted(set(gone.column("__bl_path").to_pylist())), snap, run_id)
     return {"deleted": gone.num_rows, "inserted": rows.num_rows}
 
 
@@ -223,7 +222,7 @@ def _deleted_positions(delete_path: str, data_path: str, cache: dict[str, Any],
 
 def _commit(spark: Any, jtable: Any, mirror: str, written: list[dict[str, Any]],
             deletes: list[dict[str, Any]], referenced: list[str], snap: Any,
-            branch: str | None, run_id: str) -> None:
+            run_id: str) -> None:
     """One row-delta commit: the new rows' data files, the position delete file; validated
     from the snapshot read (the referenced data files still there, no conflicting deletes)."""
     ice = spark._jvm.org.apache.iceberg
@@ -250,8 +249,4 @@ def _commit(spark: Any, jtable: Any, mirror: str, written: list[dict[str, Any]],
         delta.validateDataFilesExist(paths)
         delta.validateDeletedFiles()
         delta.validateNoConflictingDeleteFiles()
-    delta.set("binlake.run_id", run_id)
-    if branch:
-        delta.toBranch(branch)
-    delta.commit()
-    spark.sql(f"REFRESH TABLE {mirror}")
+    commit_operation(spark, delta, mirror, run_id)  # (on the branch read, if any)
