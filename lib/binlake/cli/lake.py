@@ -111,6 +111,14 @@ def check_sources(settings: Any, sources: list[str]) -> None:
     find_binlogs(sources)
 
 
+def is_lake_write_error(exc: BaseException) -> bool:
+    """An error of the lake's own storage or engine: Java's or Spark's, or an ``OSError``
+    out of the driver's own reads and writes (pyarrow, pyiceberg's FileIO: a full or
+    read-only warehouse). A bad binlog is a :class:`~binlake.binlog.errors.BinlogError`,
+    reported per file, never this."""
+    return is_spark_error(exc) or isinstance(exc, OSError)
+
+
 def lake_failure(settings: Any, exc: BaseException) -> CliError:
     """A Java or Spark error out of the lake job in one line: what failed, where the lake is
     written (the warehouse; the catalog), and what the file system there says (read-only,
@@ -184,7 +192,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except Exception as exc:
-        if is_spark_error(exc):
+        if is_lake_write_error(exc):
             raise lake_failure(settings, exc) from exc
         raise
     if not done and args.if_exists:
@@ -230,7 +238,7 @@ def cmd_load(args: argparse.Namespace) -> int:
             summary = run_load(spark, settings, args.sources, run_id=args.run_id,
                                branch=args.branch, reload=args.reload)
         except Exception as exc:  # a read-only or full warehouse: Java's stack, in one line
-            if is_spark_error(exc):
+            if is_lake_write_error(exc):
                 raise lake_failure(settings, exc) from exc
             raise
     except ConfigError:
