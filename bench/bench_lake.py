@@ -268,6 +268,10 @@ def main() -> int:
     ap.add_argument("--skip-nightly", action="store_true",
                     help="no nightly path and no incremental load")
     ap.add_argument("--json", help="also write the result as JSON here")
+    ap.add_argument("--keep-lake", metavar="DIR",
+                    help="copy the full lake (BINLAKE_HOME) to DIR before the incremental "
+                    "load, and the incremental's input to DIR.incremental: to profile that "
+                    "load again on the same lake")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--nightly-step", choices=["validate", "publish"], help=argparse.SUPPRESS)
     ap.add_argument("--plan", help=argparse.SUPPRESS)
@@ -370,6 +374,9 @@ def main() -> int:
         inc_dir = home / "incremental"
         inc_dir.mkdir()
         inc = prefix_binlog(nxt, inc_dir / name)
+        if args.keep_lake:
+            shutil.copytree(home, args.keep_lake, symlinks=True)
+            shutil.copytree(inc_dir, args.keep_lake.rstrip("/") + ".incremental")
         out["incremental_file"] = name
         out["incremental_mb"] = round(inc / 1e6, 2)
         out["incremental_s"] = round(load("incremental", home, [str(inc_dir / name)], 2), 1)

@@ -196,3 +196,77 @@ def test_declines_what_it_does_not_write(lake: Any) -> None:
     assert merge_on_driver(lake.spark, lake.settings, plain, nulls, ["k"], "n") is None
     assert lake.spark.sql(f"SELECT count(*) FROM {part}.snapshots").collect()[0][0] == n
     assert _read(lake, plain) == _model(ROWS, [], "default")
+
+
+def _compacting(lake: Any, table: str, times: int) -> Any:
+    """A stand-in for ``mirror_merge._commit`` that first compacts ``table`` (Iceberg's
+    rewrite_data_files, every data file rewritten: the maintenance job a user runs beside
+    the nightly load) in its first ``times`` calls, then commits as the real one does."""
+    from binlake.lake import mirror_merge
+
+    real = mirror_merge._commit
+    calls: list[int] = []
+
+    def commit(*args: Any, **kw: Any) -> None:
+        if len(calls) < times:
+            lake.spark.sql(f"CALL {lake.settings.catalog_name}.system.rewrite_data_files("
+                           f"table => '{table.split('.', 1)[1]}', "
+                           "options => map('rewrite-all', 'true'))").collect()
+        calls.append(1)
+        real(*args, **kw)
+
+    commit.calls = calls  # type: ignore[attr-defined]
+    return commit
+
+
+def _data_files(lake: Any, table: str) -> set[str]:
+    return {r[0] for r in lake.spark.sql(f"SELECT file_path FROM {table}.data_files").collect()}
+
+
+def test_compaction_between_read_and_commit_is_retried(lake: Any, monkeypatch: Any) -> None:
+    """A compaction commits after the driver's MERGE read the mirror's files and before it
+    commits: the position deletes name data files that are gone, so the commit must not go
+    in as it is (it would lose the deletes: old rows would come back). The MERGE reads again
+    from the compacted snapshot and commits that."""
+    from binlake.lake import mirror_merge
+
+    table = _mirror(lake, "mirror__t__c", ROWS)
+    before = _data_files(lake, table)
+    commit = _compacting(lake, table, times=1)
+    monkeypatch.setattr(mirror_merge, "_commit", commit)
+    got = mirror_merge.merge_on_driver(lake.spark, lake.settings, table, _delta(CHANGES),
+                                       ["k"], "c1")
+    assert len(commit.calls) == 2, "the compaction did not fail the first commit"
+    assert got == {"deleted": 3, "inserted": 3}
+    assert _read(lake, table) == _model(ROWS, CHANGES, "default")
+    # the deletes name the compacted files, not the ones the compaction removed
+    deleted = {r[0] for r in lake.spark.sql(
+        f"SELECT DISTINCT file_path FROM {table}.position_deletes").collect()}
+    assert deleted and not deleted & before, deleted
+    # the failed attempt's files were removed, not left in the table's data directory
+    live = {_local(p) for p in _data_files(lake, table) | {r[0] for r in lake.spark.sql(
+        f"SELECT file_path FROM {table}.delete_files").collect()}}
+    old = {_local(p) for p in before}
+    data_dir = Path(next(iter(old))).parent
+    leftover = {str(p) for p in data_dir.rglob("*.parquet")} - live - old
+    assert not leftover, leftover
+
+
+def _local(uri: str) -> str:
+    from urllib.parse import urlparse
+
+    return urlparse(uri).path
+
+
+def test_compaction_every_time_fails_the_merge_and_changes_nothing(
+        lake: Any, monkeypatch: Any) -> None:
+    from binlake.lake import mirror_merge
+
+    table = _mirror(lake, "mirror__t__e", ROWS)
+    commit = _compacting(lake, table, times=99)
+    monkeypatch.setattr(mirror_merge, "_commit", commit)
+    with pytest.raises(Exception, match="ValidationException: Cannot commit, missing data files"):
+        mirror_merge.merge_on_driver(lake.spark, lake.settings, table, _delta(CHANGES),
+                                     ["k"], "e1")
+    assert len(commit.calls) == mirror_merge.MERGE_ATTEMPTS
+    assert _read(lake, table) == _model(ROWS, [], "default")

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import Settings
-from .commit import commit_operation, data_file_builder, java_table, table_out
+from .commit import commit_operation, data_file_builder, java_table, remove_files, table_out
 from .driver_read import _snapshot
 from .sink import DataSink, data_filesystem
 from .typedconv import ORDER
@@ -35,12 +35,45 @@ FILTER_MAX_KEYS = 20_000
 _S = "__bl_s"  # prefix of the delta's order columns after the join
 
 
+# Tries of one MERGE when its commit fails validation (a compaction or another writer
+# committed to the mirror between its read and its commit): each reads the mirror again.
+MERGE_ATTEMPTS = 3
+
+
 def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
                     pk: Sequence[str], run_id: str) -> dict[str, int] | None:
     """MERGE ``folded`` (Arrow: one change per key; the typed columns, ``_op``, the order
     columns, ``_commit_ts``) into ``mirror`` (keys ``pk``) as :func:`typed_mirror._apply_mirror`
     would, in one commit; on the write-audit-publish branch when one is set.  Returns the
-    counts (``deleted`` rows, ``inserted`` rows), or None when declined (see the module)."""
+    counts (``deleted`` rows, ``inserted`` rows), or None when declined (see the module).
+
+    A commit that fails Iceberg's validation (a data file it deletes rows of was rewritten
+    meanwhile: a compaction) commits nothing; its files are removed and the MERGE starts
+    again from the mirror's new snapshot, up to ``MERGE_ATTEMPTS`` times in all, then the
+    ``ValidationException`` is raised."""
+    for attempt in range(1, MERGE_ATTEMPTS + 1):
+        try:
+            return _merge_once(spark, settings, mirror, folded, pk, run_id)
+        except Exception as exc:
+            if attempt == MERGE_ATTEMPTS or not _validation_failed(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _validation_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is Iceberg's ``ValidationException`` out of a commit (through Py4J)."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        return java is not None and java.getClass().getName() == \
+            "org.apache.iceberg.exceptions.ValidationException"
+    except Exception:  # the gateway is gone: not a validation to retry
+        return False
+
+
+def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
+                pk: Sequence[str], run_id: str) -> dict[str, int] | None:
+    """One try of :func:`merge_on_driver`: read, write, commit (its files removed when the
+    commit fails)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -93,8 +126,14 @@ def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
         posdel = pa.Table.from_arrays([gone.column(0).cast(pa.string()),
                                        gone.column(1).cast(pa.int64())], schema=schema)
         deletes = sink._write_files(mirror, "deletes", "", [((), posdel)])
-    _commit(spark, jtable, mirror, written, deletes,
-            sorted(set(gone.column("__bl_path").to_pylist())), snap, run_id)
+    try:
+        _commit(spark, jtable, mirror, written, deletes,
+                sorted(set(gone.column("__bl_path").to_pylist())), snap, run_id)
+    except Exception:
+        # nothing of it is committed (an Iceberg commit is all or nothing): its files are
+        # no table's; a kill here leaves them to the next load's orphan sweep
+        remove_files([w["path"] for w in (*written, *deletes)])
+        raise
     return {"deleted": gone.num_rows, "inserted": rows.num_rows}
 
 
