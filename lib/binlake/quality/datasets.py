@@ -274,7 +274,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     if lake_groups:
         groups = groups.unionByName(local_frame(spark, lake_groups, X.GROUP_SCHEMA)
                                     .withColumn("origin", F.lit("lake")))
-    groups = groups.withColumn("run_last_ts", F.lit(run_last_ts).cast("bigint"))
+    groups = _with_xa_order(groups.withColumn("run_last_ts", F.lit(run_last_ts).cast("bigint")))
     gt = records.where(kind == "gtid")
     mysql = gt.where(F.col("gtid_gno").isNotNull()).select(
         F.lit("event").alias("origin"), F.lit("mysql").alias("flavor"), "file", "seq", "pos",
@@ -290,6 +290,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     header = _header_gtid_rows(file_rows[0]) if file_rows else []
     if header:
         gtids = gtids.unionByName(local_frame(spark, header, GTIDS_SCHEMA))
+    gtids = _with_gtid_order(gtids)
     recorded = [r["file"] for r in file_rows if r["recorded_sha256"]]
     checked = sum(sum(m["checksums"].values()) for ms in metas.values() for _, m in ms)
     notes = {
@@ -305,6 +306,44 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
             "note": ("the events dataset holds the events whose checksum or body failed; "
                      "'events' counts every event read")}}
     return StreamData(events, files_df, groups, findings, gtids, file_rows, records, notes)
+
+
+def _with_xa_order(groups: Any) -> Any:
+    """``groups`` with ``xa_prev_record`` / ``xa_next_record``: for an XA PREPARE or XA
+    COMMIT/ROLLBACK group, the record of the XID's group before / after it (in binlog
+    order: seq, begin_pos), among those groups only; NULL for other groups.  Computed once
+    with the dataset (it is pinned), not by each XA check's query, which Great Expectations
+    runs twice (its count, its rows)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    is_xa = F.col("record").isin("xa_prepare", "xa_end")
+    w = Window.partitionBy(is_xa, "xa_xid").orderBy("seq", "begin_pos")
+    return groups.withColumn("xa_prev_record", F.when(is_xa, F.lag("record").over(w))) \
+        .withColumn("xa_next_record", F.when(is_xa, F.lead("record").over(w)))
+
+
+def _with_gtid_order(gtids: Any) -> Any:
+    """``gtids`` with the running maxima the GTID checks compare each row with, computed once
+    with the dataset (as :func:`_with_xa_order`):
+
+    ``covered_to``      the highest GTID number of the rows before it in its sequence
+                        (MySQL: uuid and tag; MariaDB: domain), ordered by number, the
+                        header's rows first, then binlog order;
+    ``highest_before``  the highest number of the rows before it of its MariaDB domain and
+                        server, in binlog order (the header's rows first).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    o = F.when(F.col("origin") == "header", 0).otherwise(1)
+    before = (Window.unboundedPreceding, -1)
+    in_sequence = Window.partitionBy("flavor", "uuid", "tag", "domain").orderBy(
+        "gno_start", o, "seq", "pos").rowsBetween(*before)
+    per_server = Window.partitionBy("flavor", "domain", "server").orderBy(
+        o, "seq", "pos").rowsBetween(*before)
+    return gtids.withColumn("covered_to", F.max("gno_end").over(in_sequence)) \
+        .withColumn("highest_before", F.max("gno_end").over(per_server))
 
 
 # -- the lake -----------------------------------------------------------------------------------

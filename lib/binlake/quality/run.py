@@ -162,7 +162,9 @@ def run_suites(spark: Any, frames: dict[str, Any], selected: list[Check], docs: 
     from great_expectations.core.run_identifier import RunIdentifier
 
     ctx = _context(docs)
-    source = ctx.data_sources.add_spark("binlake")
+    # (persist=False: the datasets are pinned already, _pin; a second, cached copy of each
+    # would cost its first query seconds)
+    source = ctx.data_sources.add_spark("binlake", persist=False)
     by_check: dict[str, dict[str, Any]] = {}
     for dataset, df in frames.items():
         chosen = [c for c in selected if c.dataset == dataset]

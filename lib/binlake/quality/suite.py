@@ -149,47 +149,43 @@ class ExpectUniqueXidsPerFile(gxe.UnexpectedRowsExpectation):
 
 # -- GTID continuity --------------------------------------------------------------------------
 
-# Running maximum of the GTID numbers below each row of one sequence (header spans first).
-_BELOW = ("max(gno_end) OVER (PARTITION BY flavor, uuid, tag, domain ORDER BY gno_start, o, "
-          "seq, pos ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)")
-_ORDERED = "(SELECT *, CASE origin WHEN 'header' THEN 0 ELSE 1 END AS o FROM {batch})"
-
+# The gtids dataset carries, per row, the running maxima these compare with (datasets.py,
+# _with_gtid_order): covered_to, the highest number before it in its sequence (per MySQL uuid
+# and tag, per MariaDB domain; ordered by number, the first file's header first);
+# highest_before, the highest before it of its MariaDB domain and server in binlog order.
 
 class ExpectNoDuplicateGtids(gxe.UnexpectedRowsExpectation):
     description: str = ("No GTID appears twice in the archive, nor one already in the first "
                         "file's Previous_gtids / Gtid_list (per MySQL uuid and tag, per MariaDB "
                         "domain)")
     unexpected_rows_query: str = (
-        f"SELECT file, pos, gtid FROM (SELECT *, {_BELOW} AS covered_to FROM {_ORDERED}) "
-        "WHERE origin = 'event' AND covered_to >= gno_start")
+        "SELECT file, pos, gtid FROM {batch} WHERE origin = 'event' AND covered_to >= gno_start")
 
 
 class ExpectNoMysqlGtidGaps(gxe.UnexpectedRowsExpectation):
     description: str = ("MySQL GTIDs: per uuid (and tag) the sequence numbers of the archive, "
                         "with the first file's Previous_gtids, have no holes")
     unexpected_rows_query: str = (
-        f"SELECT file, pos, gtid, below + 1 AS missing_from, gno_start - 1 AS missing_to "
-        f"FROM (SELECT *, {_BELOW} AS below FROM {_ORDERED} WHERE flavor = 'mysql') "
-        "WHERE origin = 'event' AND below IS NOT NULL AND gno_start > below + 1")
+        "SELECT file, pos, gtid, covered_to + 1 AS missing_from, gno_start - 1 AS missing_to "
+        "FROM {batch} WHERE flavor = 'mysql' AND origin = 'event' AND covered_to IS NOT NULL "
+        "AND gno_start > covered_to + 1")
 
 
 class ExpectNoMariadbGtidGaps(gxe.UnexpectedRowsExpectation):
     description: str = ("MariaDB GTIDs: per domain the seq_no have no holes (MariaDB does not "
                         "promise it: SET gtid_seq_no, filters, several servers per domain)")
     unexpected_rows_query: str = (
-        f"SELECT file, pos, gtid, below + 1 AS missing_from, gno_start - 1 AS missing_to "
-        f"FROM (SELECT *, {_BELOW} AS below FROM {_ORDERED} WHERE flavor = 'mariadb') "
-        "WHERE origin = 'event' AND below IS NOT NULL AND gno_start > below + 1")
+        "SELECT file, pos, gtid, covered_to + 1 AS missing_from, gno_start - 1 AS missing_to "
+        "FROM {batch} WHERE flavor = 'mariadb' AND origin = 'event' AND covered_to IS NOT NULL "
+        "AND gno_start > covered_to + 1")
 
 
 class ExpectMariadbSeqNoToGrowPerServer(gxe.UnexpectedRowsExpectation):
     description: str = ("MariaDB GTIDs: per domain and server, seq_no grow in binlog order "
                         "(gtid_strict_mode's rule for one server)")
     unexpected_rows_query: str = (
-        "SELECT file, pos, gtid, highest_before FROM (SELECT *, max(gno_end) OVER "
-        "(PARTITION BY domain, server ORDER BY o, seq, pos ROWS BETWEEN UNBOUNDED PRECEDING "
-        f"AND 1 PRECEDING) AS highest_before FROM {_ORDERED} WHERE flavor = 'mariadb') "
-        "WHERE origin = 'event' AND highest_before > gno_start")
+        "SELECT file, pos, gtid, highest_before FROM {batch} WHERE flavor = 'mariadb' "
+        "AND origin = 'event' AND highest_before > gno_start")
 
 
 class ExpectGtidHeadersToFollow(gxe.ExpectColumnPairValuesToBeEqual):
@@ -209,29 +205,28 @@ class ExpectTransactionLengthToMatch(gxe.UnexpectedRowsExpectation):
 
 # -- XA --------------------------------------------------------------------------------------
 
-_XA_ORDER = ("(SELECT *, lag(record) OVER w AS prev_record, lead(record) OVER w AS next_record "
-             "FROM {batch} WHERE record IN ('xa_prepare', 'xa_end') "
-             "WINDOW w AS (PARTITION BY xa_xid ORDER BY seq, begin_pos))")
-
+# The groups dataset carries xa_prev_record / xa_next_record (datasets.py, _with_xa_order):
+# for an XA PREPARE or XA COMMIT/ROLLBACK group, the record of its XID's group before / after
+# it among those groups, in binlog order.
 
 class ExpectXaDecisionsToMatchAPrepare(gxe.UnexpectedRowsExpectation):
     description: str = ("Every XA COMMIT / XA ROLLBACK decides a pending PREPARE (of this run, "
                         "or pending in the lake from an earlier one)")
     unexpected_rows_query: str = (
-        f"SELECT file, begin_pos, xa_xid, status, prev_record FROM {_XA_ORDER} "
-        "WHERE record = 'xa_end' AND (prev_record IS NULL OR prev_record <> 'xa_prepare')")
+        "SELECT file, begin_pos, xa_xid, status, xa_prev_record AS prev_record FROM {batch} "
+        "WHERE record = 'xa_end' AND (xa_prev_record IS NULL OR xa_prev_record <> 'xa_prepare')")
 
 
 class ExpectNoXidPreparedTwice(gxe.UnexpectedRowsExpectation):
     description: str = "No XA XID is prepared again while an earlier PREPARE of it is pending"
     unexpected_rows_query: str = (
-        f"SELECT file, begin_pos, xa_xid FROM {_XA_ORDER} "
-        "WHERE record = 'xa_prepare' AND prev_record = 'xa_prepare'")
+        "SELECT file, begin_pos, xa_xid FROM {batch} "
+        "WHERE record = 'xa_prepare' AND xa_prev_record = 'xa_prepare'")
 
 
 def pending_age_query(max_age: float) -> str:
-    return (f"SELECT file, begin_pos, xa_xid, run_last_ts - ts AS age_seconds FROM {_XA_ORDER} "
-            f"WHERE record = 'xa_prepare' AND next_record IS NULL "
+    return ("SELECT file, begin_pos, xa_xid, run_last_ts - ts AS age_seconds FROM {batch} "
+            "WHERE record = 'xa_prepare' AND xa_next_record IS NULL "
             f"AND run_last_ts - ts > {float(max_age)}")
 
 
