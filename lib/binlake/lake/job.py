@@ -622,9 +622,13 @@ def _data_sink(spark: Any, settings: Settings, run_id: str,
     data directory, as the catalog knows it), and of the tables named in ``more`` (full
     names: the typed changelogs), the Arrow schemas they write (Iceberg field ids included)
     and the partition fields.  Read through Spark's own catalog, so every catalog type
-    Spark is configured for works."""
-    out = {table: table_out(spark, table if table in more else settings.table(table))
-           for table in (*RECORD_TABLES, *more)}
+    Spark is configured for works.  A few tables at once: each is a few round trips to the
+    JVM and the catalog (a tenth of a second in a small load's path per table, one by one)."""
+    tables = (*RECORD_TABLES, *more)
+    with ThreadPoolExecutor(max_workers=4) as pool:  # (waits on the JVM, not CPU work)
+        outs = list(pool.map(lambda t: table_out(spark, t if t in more else settings.table(t)),
+                             tables))
+    out = dict(zip(tables, outs))
     return DataSink(out, settings.source, run_id, settings.s3_endpoint_url,
                       attempt=uuid.uuid4().hex[:8], flush_bytes=settings.flush_bytes)
 
