@@ -404,7 +404,6 @@ class BinlogReader:
                                                      buf[i:i + size])
                     if error is not None and strict:
                         raise error
-            body = buf[i + hl:end]
             b.i = i + size
             self.events_read += 1
             data: dict[str, Any]
@@ -427,7 +426,9 @@ class BinlogReader:
                 ctx.flags = flags
                 ctx.type_code = type_code
                 ctx.server_id = server_id
-                data, derr = self._decode(ctx, type_code, body, pos + hl)
+                # (the body is copied only for an event that is decoded: a survey's scan
+                # skips most events)
+                data, derr = self._decode(ctx, type_code, buf[i + hl:end], pos + hl)
                 if derr is not None:
                     if strict:
                         raise derr
