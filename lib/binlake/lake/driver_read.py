@@ -49,6 +49,8 @@ def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
     night's ``row_changes`` are millions)."""
     from collections import Counter
 
+    import pyarrow as pa
+
     _, scan = _scan(spark, table, io_properties(settings), row_filter, columns)
     if scan is None:
         return {}
@@ -56,8 +58,6 @@ def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
     for batch in scan.to_arrow_batch_reader():
         if not batch.num_rows:
             continue
-        import pyarrow as pa
-
         agg = pa.Table.from_batches([batch]).group_by(list(columns)).aggregate(
             [([], "count_all")])
         for row in agg.to_pylist():

@@ -51,13 +51,13 @@ def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
     meanwhile: a compaction) commits nothing; its files are removed and the MERGE starts
     again from the mirror's new snapshot, up to ``MERGE_ATTEMPTS`` times in all, then the
     ``ValidationException`` is raised."""
-    for attempt in range(1, MERGE_ATTEMPTS + 1):
+    for _ in range(MERGE_ATTEMPTS - 1):
         try:
             return _merge_once(spark, settings, mirror, folded, pk, run_id)
         except Exception as exc:
-            if attempt == MERGE_ATTEMPTS or not _validation_failed(exc):
+            if not _validation_failed(exc):
                 raise
-    raise AssertionError("unreachable")
+    return _merge_once(spark, settings, mirror, folded, pk, run_id)  # the last try
 
 
 def _validation_failed(exc: BaseException) -> bool:
