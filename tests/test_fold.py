@@ -5,6 +5,7 @@ after them)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from binlake.lake.fold import FoldSpec, fold_delta, fold_mirror
+from binlake.lake.fold import (
+    FOLD_MAX_BYTES,
+    FOLD_MAX_PARTS,
+    FOLD_MAX_ROWS,
+    FoldSpec,
+    fold_delta,
+    fold_mirror,
+    fold_parts,
+    fold_staged,
+)
 from binlake.lake.sink import stage_columns
 
 OLDS = ("__bl_old0", "__bl_old1")
@@ -46,11 +56,11 @@ def _replay(changes: list[dict[str, Any]]) -> dict[tuple[Any, Any], dict[str, An
     return state
 
 
-def _random_changes(rng: random.Random, n: int) -> list[dict[str, Any]]:
+def _random_changes(rng: random.Random, n: int, keys_a: tuple[Any, ...] = (1, 2, 3, None)
+                    ) -> list[dict[str, Any]]:
     from datetime import UTC, datetime
     from decimal import Decimal
 
-    keys_a = [1, 2, 3, None]
     keys_b = ["x", "y", None]
     out = []
     orders = rng.sample(range(10 * n), n)  # commit order unrelated to the row order
@@ -83,6 +93,55 @@ def test_fold_equals_replay(seed: int) -> None:
     changes = _random_changes(rng, rng.randint(1, 60))
     folded = fold_delta(_table(changes), ("a", "b"), OLDS, ("a", "b", "v"))
     assert _mirror_of(folded) == _replay(changes)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fold_in_parts_equals_the_whole_fold(seed: int, tmp_path: Path) -> None:
+    """A delta folded in k parts by the first key column modulo k (fold.FoldSpec.part),
+    each task reading every staged file: the parts together are the whole fold, row for
+    row (the old keys' deletes included), and no key is in two parts; keys move between
+    parts (negative and NULL first key values too)."""
+    rng = random.Random(seed)
+    changes = _random_changes(rng, rng.randint(1, 80), keys_a=(-7, -2, 0, 1, 2, 3, 5, 8, None))
+    t = _table(changes)
+    paths = []
+    cut = sorted(rng.sample(range(t.num_rows + 1), 2))
+    for j, (lo, hi) in enumerate(zip([0, *cut], [*cut, t.num_rows])):
+        path = tmp_path / f"{j}.parquet"
+        piece = t.slice(lo, hi - lo)
+        pq.write_table(piece.rename_columns(stage_columns(t.column_names)), path)
+        paths.append(str(path))
+    spec = FoldSpec(tuple(paths), tuple(t.column_names), ("a", "b"), OLDS, ("a", "b", "v"),
+                    None)
+
+    def rows(table: pa.Table) -> list[tuple[Any, ...]]:
+        return sorted(tuple(map(repr, r.values())) for r in table.to_pylist())
+
+    whole = fold_staged(spec)
+    assert _mirror_of(whole) == _replay(changes)
+    for k in (2, 3, 5):
+        got = [fold_staged(replace(spec, part=(i, k))) for i in range(k)]
+        keys = [(r["a"], r["b"]) for g in got for r in g.to_pylist()]
+        assert len(keys) == len(set(keys)), "a key in two parts"
+        assert rows(pa.concat_tables(got)) == rows(whole), k
+        for i, g in enumerate(got):
+            assert all((a or 0) % k == i for a in g.column("a").to_pylist())
+
+
+@pytest.mark.parametrize(("rows", "nbytes", "int_key", "cores", "want"), [
+    (10, 10, True, 2, 1),  # within the bounds: one task
+    (10, 10, False, 2, 1),
+    (FOLD_MAX_ROWS + 1, 10, True, 1, 2),  # just over: two parts
+    (FOLD_MAX_ROWS + 1, 10, True, 4, 4),  # a part per core
+    (FOLD_MAX_ROWS + 1, 10, False, 2, None),  # not an integer key: Spark
+    (3 * FOLD_MAX_ROWS, 10, True, 2, 3),
+    (10, 3 * FOLD_MAX_BYTES + 1, True, 2, 4),  # the byte bound counts too
+    (FOLD_MAX_PARTS * FOLD_MAX_ROWS + 1, 10, True, 2, None),  # too many parts: Spark
+    (FOLD_MAX_ROWS + 1, 10, True, 64, FOLD_MAX_PARTS),
+])
+def test_fold_parts(rows: int, nbytes: int, int_key: bool, cores: int,
+                    want: int | None) -> None:
+    assert fold_parts(rows, nbytes, int_key, cores) == want
 
 
 def test_key_move_deletes_the_old_key() -> None:

@@ -737,7 +737,8 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     of 1 (a delta of more than one row is too big), file 3 with the driver's fold bound 0
     (folded by the executor), file 4 with a byte bound of 1 (every staged delta is too
     big).  Those deltas are folded by Spark instead (a first load's append, then MERGEs
-    into existing mirrors): the same typed tables as the one-run lake."""
+    into existing mirrors): the same typed tables as the one-run lake.  (One part at most:
+    a delta over the bounds is not cut into parts, test_deltas_over_the_fold_bound_in_parts.)"""
     from binlake.lake import fold, typed
     from binlake.lake.spark import build_session
 
@@ -745,6 +746,7 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     build_session(settings, master="local[2]")
     files = world["files"]
     reports: list[dict[str, Any]] = []
+    monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 1)
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
     _load(spark, settings, files[:2], reports)
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 4_000_000)
@@ -762,6 +764,43 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     assert third and {fold for k, (_, fold) in third.items()
                       if k != f"{DB}.images"} == {"executor"}, third
     assert second and {fold for _, fold in second.values()} == {"spark"}, second
+    assert _typed_tables(spark, settings) == lake["tables"]
+    for table in MIRRORED:
+        _mirror_vs_server(spark, settings, world, table)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_deltas_over_the_fold_bound_in_parts(
+        spark: Any, lake: dict[str, Any], world: dict[str, Any],
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fifth lake, with a row bound of 1 and up to 64 parts: every delta of more than one
+    row (the tables' keys are INT) is folded by several executor tasks, each keeping the
+    keys of its part (fold.fold_parts): a first load's appended parts (files 1..2), then
+    MERGEs of the parts' folded files into existing mirrors (files 3..4; the driver's fold
+    bound 0).  File 2 moves primary keys (across parts: 2 -> 20 -> 21).  The same typed
+    tables as the one-run lake."""
+    from binlake.lake import fold, typed
+    from binlake.lake.spark import build_session
+
+    settings = _settings(tmp_path_factory.mktemp("typed-lake-e"), "typed_e")
+    build_session(settings, master="local[2]")
+    files = world["files"]
+    reports: list[dict[str, Any]] = []
+    monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
+    monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
+    monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
+    _load(spark, settings, files[:2], reports)
+    _load(spark, settings, files[2:], reports)
+    for rep in reports:
+        folds = {k: (t["mirror_rows"], t.get("mirror_fold"))
+                 for k, t in rep["tables"].items() if t["mirror_rows"] and k != f"{DB}.images"}
+        assert folds, rep
+        assert any(n > 1 for n, _ in folds.values()), folds
+        for n, fold_ in folds.values():  # (the parts: a row each, at least one per core)
+            assert fold_ == "executor" if n == 1 else (
+                fold_.startswith("executor:") and int(fold_.split(":")[1]) >= max(n, 2)
+            ), folds
     assert _typed_tables(spark, settings) == lake["tables"]
     for table in MIRRORED:
         _mirror_vs_server(spark, settings, world, table)

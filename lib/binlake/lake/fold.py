@@ -1,7 +1,9 @@
-"""A mirror's staged delta folded by one executor task (Arrow, in memory): the latest change per
-primary key (:func:`fold_delta`) and the task that folds one mirror's delta
-(:func:`fold_mirror`), within the limits (``FOLD_MAX_ROWS``, ``FOLD_MAX_BYTES``) beyond which
-Spark folds it instead.
+"""A mirror's staged delta folded by executor tasks (Arrow, in memory): the latest change per
+primary key (:func:`fold_delta`) and the task that folds one mirror's delta, or one part of
+its keys (:func:`fold_mirror`).  One task folds a delta within the limits (``FOLD_MAX_ROWS``,
+``FOLD_MAX_BYTES``); a bigger one with an integer first key column is cut into parts by that
+column's value modulo the number of parts, each part folded by a task of its own
+(:func:`fold_parts`); beyond ``FOLD_MAX_PARTS`` parts, or with another key, Spark folds it.
 """
 
 from __future__ import annotations
@@ -21,13 +23,33 @@ FOLD_MAX_ROWS = 1_000_000
 
 FOLD_MAX_BYTES = 128 << 20
 
+# A delta over those bounds is folded by this many executor tasks at most, each keeping the
+# keys of its part (every task reads every staged file, one at a time, and keeps a part):
+# beyond, Spark's fold
+FOLD_MAX_PARTS = 8
+
+
+def fold_parts(rows: int, nbytes: int, int_key: bool, cores: int) -> int | None:
+    """How many executor tasks fold a staged delta of ``rows`` rows in ``nbytes`` bytes of
+    files: 1 within ``FOLD_MAX_ROWS`` and ``FOLD_MAX_BYTES``; beyond, enough parts for each
+    to be within them and at least one per core (``cores``), when the key's first column is
+    an integer (``int_key``: the parts are its values modulo their number) and at most
+    ``FOLD_MAX_PARTS`` are needed; None: Spark folds it."""
+    need = max(1, -(-rows // FOLD_MAX_ROWS), -(-nbytes // FOLD_MAX_BYTES))
+    if need == 1:
+        return 1
+    if not int_key or need > FOLD_MAX_PARTS:
+        return None
+    return min(max(need, cores), FOLD_MAX_PARTS)
+
 
 @dataclass(frozen=True)
 class FoldSpec:
     """What :func:`fold_mirror` needs: the staged delta files of one table (positional
     columns, see :func:`stage_columns`) and their column ``names``; the mirror's key columns
     ``pk`` (the old key of an update in ``olds``) and value columns ``typed``; ``blocked``:
-    the first change not to apply (None: all).  ``mirror`` (a key of ``sink.tables``) set:
+    the first change not to apply (None: all); ``part``: (i, k), the keys whose first column
+    is i modulo k (an integer column; NULL in part 0), (0, 1) every key.  ``mirror`` (a key of ``sink.tables``) set:
     the folded rows are written as that mirror's data files (a mirror created by this run,
     empty); otherwise the folded delta is written to ``out`` for the MERGE."""
 
@@ -40,6 +62,7 @@ class FoldSpec:
     sink: DataSink | None = None
     mirror: str | None = None
     out: str | None = None
+    part: tuple[int, int] = (0, 1)
 
 
 def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
@@ -113,23 +136,49 @@ def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
     rows = folded.filter(pc.not_equal(folded.column("_op"), "delete"))
     if not rows.num_rows:
         return []
-    return spec.sink._write_parts(spec.mirror, "mirror", "",
-                                  spec.sink.shaped(spec.mirror, rows), [])
+    i, k = spec.part
+    return spec.sink._write_parts(spec.mirror, "mirror" if k == 1 else f"mirror-{i}-of-{k}",
+                                  "", spec.sink.shaped(spec.mirror, rows), [])
 
 
 def fold_staged(spec: FoldSpec) -> Any:
     """The staged delta of ``spec`` read, the changes to apply kept (a known layout, before
-    ``blocked``) and folded (:func:`fold_delta`): an Arrow table."""
+    ``blocked``, of the keys of ``part``) and folded (:func:`fold_delta`): an Arrow table.
+    With parts, each file is cut to the part's changes as it is read (a part of a delta
+    over the bounds in memory, not the delta): a change of a key of the part, or an update
+    that moves a key of the part (its old key's delete belongs here; its new key's row is
+    cut from the folded result when that key is another part's)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    parts = [pq.read_table(p) for p in spec.paths]
+    i, k = spec.part
+    parts = []
+    for p in spec.paths:
+        t = pq.read_table(p).rename_columns(list(spec.names))
+        keep = pc.greater_equal(t.column("__bl_layout"), 0)
+        if spec.blocked is not None:
+            keep = pc.and_(keep, _order_beyond(t, spec.blocked, False))
+        if k > 1:
+            moved_here = pc.and_(pc.equal(t.column("_op"), "update"),
+                                 _in_part(t.column(spec.olds[0]), i, k))
+            keep = pc.and_(keep, pc.or_(_in_part(t.column(spec.pk[0]), i, k),
+                                        pc.fill_null(moved_here, False)))
+        parts.append(t.filter(pc.fill_null(keep, False)))
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     del parts
-    table = table.rename_columns(list(spec.names))
-    keep = pc.greater_equal(table.column("__bl_layout"), 0)
-    if spec.blocked is not None:
-        keep = pc.and_(keep, _order_beyond(table, spec.blocked, False))
-    table = table.filter(pc.fill_null(keep, False))
-    return fold_delta(table, spec.pk, spec.olds, spec.typed)
+    folded = fold_delta(table, spec.pk, spec.olds, spec.typed)
+    if k > 1:
+        folded = folded.filter(_in_part(folded.column(spec.pk[0]), i, k))
+    return folded
+
+
+def _in_part(column: Any, i: int, k: int) -> Any:
+    """Mask of the values of an integer ``column`` in part ``i`` of ``k``: the value modulo
+    ``k`` is ``i`` (NULL: part 0)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = pc.fill_null(column, 0).to_numpy()
+    return pa.array(np.remainder(values, k) == i)

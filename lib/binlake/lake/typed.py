@@ -396,7 +396,7 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
                run_id: str) -> None:
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    from .fold import FOLD_MAX_BYTES, FOLD_MAX_ROWS
+    from .fold import fold_parts
 
     assert job.plan is not None
     total: dict[str, Any] = {
@@ -430,14 +430,16 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
     mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
     fold = None
     staged_bytes = sum(os.path.getsize(p) for p in staged)
-    if staged and not total["partial"] and total["delta"] <= FOLD_MAX_ROWS \
-            and staged_bytes <= FOLD_MAX_BYTES:
-        here = total["delta"] <= DRIVER_FOLD_ROWS and staged_bytes <= DRIVER_FOLD_BYTES
+    parts = fold_parts(total["delta"], staged_bytes, _int_key(struct, job.pk_slots),
+                       spark.sparkContext.defaultParallelism) if staged else None
+    if parts is not None and not total["partial"]:
+        here = parts == 1 and total["delta"] <= DRIVER_FOLD_ROWS \
+            and staged_bytes <= DRIVER_FOLD_BYTES
 
         def fold(blocked: tuple[int, int, int] | None) -> str:
-            assert job.plan is not None and spec.stage is not None
+            assert job.plan is not None and spec.stage is not None and parts is not None
             return _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct,
-                              blocked, commit, run_id, here)
+                              blocked, commit, run_id, here, parts)
     _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots, job.wm,
           job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new,
           fold=fold)
@@ -449,20 +451,32 @@ DRIVER_FOLD_ROWS = 50_000
 DRIVER_FOLD_BYTES = 8 << 20
 
 
+def _int_key(struct: Any, pk: list[str]) -> bool:
+    """Whether the first primary key column of a typed table (``struct``: its staged
+    columns) is an integer, which cuts a big delta's fold into parts (fold.fold_parts)."""
+    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+
+    fields = {f.name: f for f in struct.fields}
+    return bool(pk) and pk[0] in fields and isinstance(
+        fields[pk[0]].dataType, (ByteType, ShortType, IntegerType, LongType))
+
+
 def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
                staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
-               commit: Any, run_id: str, here: bool = False) -> str:
-    """Apply a table's staged delta to its mirror, folded by one executor task
-    (:func:`fold.fold_mirror`: Arrow in memory, the delta having at most
-    ``FOLD_MAX_ROWS`` rows in at most ``FOLD_MAX_BYTES`` of staged files) rather than by
-    Spark's window and sort.  A mirror created by this run (empty, not partitioned) gets
-    the folded rows as data files, in one commit after its source's rows are deleted (a
-    retry adds nothing twice); an existing one MERGEs the folded delta, folded on the
+               commit: Any, run_id: str, here: bool = False, parts: int = 1) -> str:
+    """Apply a table's staged delta to its mirror, folded by executor tasks
+    (:func:`fold.fold_mirror`: Arrow in memory, one task per part of ``parts``, each part
+    within ``FOLD_MAX_ROWS`` rows and ``FOLD_MAX_BYTES`` of staged files, see
+    :func:`fold.fold_parts`) rather than by Spark's window and sort.  A mirror created by
+    this run (empty, not partitioned) gets the folded rows as data files, in one commit
+    after its source's rows are deleted (a retry adds nothing twice); an existing one
+    MERGEs the folded delta (the parts' files together), folded on the
     driver when ``here`` (a small delta: ``DRIVER_FOLD_ROWS``, ``DRIVER_FOLD_BYTES``; the
     same function, without a Spark job), and then MERGEd by the driver too
     (:func:`mirror_merge.merge_on_driver`: no Spark job at all) unless it declines.  Returns
     where it was folded and merged: ``executor`` (then Spark's MERGE), ``driver`` (both on
-    the driver) or ``driver-fold`` (folded on the driver, MERGEd by Spark)."""
+    the driver) or ``driver-fold`` (folded on the driver, MERGEd by Spark); ``executor``
+    is ``executor:k`` when k tasks folded it."""
 
     from .commit import table_out
     from .fold import FoldSpec, fold_mirror
@@ -474,18 +488,22 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                     tuple(f"{INTERNAL}old{i}" for i in range(len(pk))),
                     tuple(job.plan.columns), blocked)
     sc = spark.sparkContext
+    done = "executor" if parts == 1 else f"executor:{parts}"
     if job.mirror_new:
         out = table_out(spark, mirror)
         if not out.partition:
             sink = DataSink({mirror: out}, settings.source, run_id, settings.s3_endpoint_url,
                             attempt=uuid.uuid4().hex[:8])
-            spec = replace(spec, sink=sink, mirror=mirror)
-            written = sc.parallelize([spec], 1).flatMap(fold_mirror).collect()
+            specs = [replace(spec, sink=sink, mirror=mirror, part=(i, parts))
+                     for i in range(parts)]
+            written = sc.parallelize(specs, parts).flatMap(fold_mirror).collect()
             delete_where(spark, mirror, f"_source = {lit(settings.source)}")
             if written:
                 commit(mirror, written)
-            return "executor"
-    path = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}.parquet"
+            return done
+    name = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}"
+    paths = [f"{name}.parquet"] if parts == 1 else [f"{name}-{i}.parquet"
+                                                    for i in range(parts)]
     if here:
         # folded here, and MERGEd here too when the mirror is one the driver's merge takes
         from .fold import fold_staged
@@ -494,15 +512,16 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
         folded = fold_staged(spec)
         if merge_on_driver(spark, settings, mirror, folded, pk, run_id) is not None:
             return "driver"
-        fold_mirror(replace(spec, out=path))
+        fold_mirror(replace(spec, out=paths[0]))
     else:
-        sc.parallelize([replace(spec, out=path)], 1).flatMap(fold_mirror).collect()
+        sc.parallelize([replace(spec, out=path, part=(i, parts))
+                        for i, path in enumerate(paths)], parts).flatMap(fold_mirror).collect()
     fields = {f.name: f for f in struct.fields}
     folded = _read_staged(spark, [fields[n] for n in (*job.plan.columns, "_op", *ORDER,
-                                                      "_commit_ts")], [path])
+                                                      "_commit_ts")], paths)
     _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
                   job.mirror_new, folded=True)
-    return "driver-fold" if here else "executor"
+    return "driver-fold" if here else done
 
 
 class LazyFrame:
