@@ -122,3 +122,36 @@ def test_aurora_padding_event_passes_through_raw() -> None:
 def test_corpus_is_present_and_large() -> None:
     assert len(FILES) > 100
     assert len(CLEAN) > 80
+
+
+SURVEY_TYPES = frozenset({EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.TABLE_MAP,
+                          EventType.TRANSACTION_PAYLOAD})
+
+
+def _scan(f: CorpusFile, **kw: object) -> tuple[list[tuple], str | None]:
+    got = []
+    reader = BinlogReader(f.path, decode=SURVEY_TYPES, verify_checksums=False, **kw)
+    try:
+        for ev in reader:
+            got.append((ev.pos, ev.type_code, ev.payload_index, repr(ev.data),
+                        repr(ev.error)))
+    except BinlogError as exc:
+        return got, f"{type(exc).__name__} at {exc.offset}"
+    return got, None
+
+
+@pytest.mark.parametrize("f", FILES, ids=[f.rel for f in FILES])
+def test_only_decoded_scan_yields_the_decoded_events(f: CorpusFile) -> None:
+    """A scan with ``only_decoded`` (the load's survey): exactly the events a plain scan
+    yields of the decoded types (inside compressed transactions too), FDEs and damaged
+    events, with the same data, and the same error where the file is damaged."""
+    every, err = _scan(f)
+    wanted = [e for e in every  # (the file's first event too: an FDE or a Start_v3)
+              if e[1] in SURVEY_TYPES or e[1] in (EventType.FORMAT_DESCRIPTION,
+                                                  EventType.START_ENCRYPTION)
+              or e[4] != "None" or e[0] == 4]
+    got, got_err = _scan(f, only_decoded=True)
+    assert got == wanted
+    assert got_err == err
+    assert any(e[1] == EventType.TABLE_MAP for e in got) or not any(
+        e[1] == EventType.TABLE_MAP for e in every)

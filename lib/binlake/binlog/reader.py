@@ -132,7 +132,9 @@ class BinlogReader:
     produces such ranges).  The FDE at offset 4 is always read first, whatever ``start`` is.
 
     ``decode`` selects which event types get their bodies decoded (``None``: all); the others
-    are yielded with ``data == {}``, which makes a header-only scan cheap.
+    are yielded with ``data == {}``, which makes a header-only scan cheap, or not yielded at
+    all with ``only_decoded`` (a scan for a few types: every header is still read, and
+    checked, but no Event is made of the others; FDEs and Start_encryption still are).
 
     ``table_map_hook(tm, pos, fde)`` is called with every decoded Table_map; the TableMap it
     returns is the one the rows events are decoded with (a schema history names the columns
@@ -142,8 +144,10 @@ class BinlogReader:
     def __init__(self, source: str | os.PathLike[str], *, start: int | None = None,
                  stop: int | None = None, verify_checksums: bool = True, strict: bool = False,
                  decode: Iterable[int] | None = None, name: str | None = None,
-                 tap: HashTap | None = None, table_map_hook: Any = None) -> None:
+                 tap: HashTap | None = None, table_map_hook: Any = None,
+                 only_decoded: bool = False) -> None:
         self.table_map_hook = table_map_hook
+        self.only_decoded = only_decoded and decode is not None
         self.source = os.fspath(source)
         self.tap = tap  # gets the stored bytes read (whole file reads only: no start/stop)
         self.start = start
@@ -356,6 +360,7 @@ class BinlogReader:
         ctx = self.ctx
         name = self.name
         decode_types = self.decode_types
+        only_decoded = self.only_decoded
         strict = self.strict
         unpack_header = _HEADER.unpack_from
         crc32 = zlib.crc32
@@ -421,6 +426,8 @@ class BinlogReader:
                 data = new_fde.to_dict()
                 data["in_use"] = bool(flags & LOG_EVENT_BINLOG_IN_USE_F)
             elif decode_types is not None and type_code not in decode_types:
+                if only_decoded and error is None and type_code != _START_ENCRYPTION:
+                    continue
                 data = {}
             else:
                 ctx.flags = flags
@@ -504,6 +511,10 @@ class BinlogReader:
             body = payload[i + hl:i + size]
             error = None
             if self.decode_types is not None and type_code not in self.decode_types:
+                if self.only_decoded:
+                    index += 1
+                    i += size
+                    continue
                 data: dict[str, Any] = {}
             else:
                 ctx.flags = flags

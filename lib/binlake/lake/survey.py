@@ -37,7 +37,8 @@ def survey_scan(uri: str, seq: int, tap: HashTap | None = None,
     layouts: list[dict[str, Any]] = []
     last: dict[tuple[str, str], Any] = {}  # (db, table) -> (TableMap, layout key)
     reader = BinlogReader(uri, decode={E.QUERY, E.QUERY_COMPRESSED, E.TABLE_MAP,
-                                       E.TRANSACTION_PAYLOAD}, verify_checksums=False, tap=tap)
+                                       E.TRANSACTION_PAYLOAD}, verify_checksums=False, tap=tap,
+                          only_decoded=True)
     try:
         for ev in reader:
             t = ev.type_code
