@@ -605,6 +605,51 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
 
 @pytest.mark.integration
 @pytest.mark.spark
+def test_commit_metrics_equal_icebergs_file_metrics(spark: Any, lake: dict[str, Any]) -> None:
+    """The column statistics the driver's commits give a local data file
+    (commit._local_footer_metrics: the footer read through Parquet's LocalInputFile) are
+    Iceberg's own ``ParquetUtil.fileMetrics`` of the file, field for field (sizes, counts,
+    bounds), for every data file of every table of the lake: every column type of the
+    workload, partitioned and not, record tables and typed ones."""
+    from binlake.lake.commit import _local_footer_metrics, data_file_builder, java_table
+    from binlake.lake.sink import fs_path
+
+    settings = lake["settings"]
+    ice = spark._jvm.org.apache.iceberg
+    to_json = ice.ContentFileParser.toJson
+    files = 0
+    tables = set()
+    for r in spark.sql(f"SHOW TABLES IN {settings.catalog_name}.{settings.namespace}").collect():
+        jt = java_table(spark, settings.table(r.tableName))
+        spec, io = jt.spec(), jt.io()
+        config = ice.MetricsConfig.forTable(jt)
+        local = _local_footer_metrics(spark, config)
+        assert local is not None
+        build = data_file_builder(spark, jt)
+        it = jt.newScan().planFiles().iterator()
+        while it.hasNext():
+            f = it.next().file()
+            path = f.location()
+            want = ice.DataFiles.builder(spec).copy(f).withMetrics(
+                ice.parquet.ParquetUtil.fileMetrics(io.newInputFile(path), config)).build()
+            got = ice.DataFiles.builder(spec).copy(f).withMetrics(local(fs_path(path))).build()
+            assert to_json(got, spec) == to_json(want, spec), (r.tableName, path)
+            if not spec.isPartitioned():  # the whole builder too (partition values: none)
+                old = ice.DataFiles.builder(spec).withPath(path).withFormat(
+                    ice.FileFormat.PARQUET).withFileSizeInBytes(
+                    io.newInputFile(path).getLength()).withMetrics(
+                    ice.parquet.ParquetUtil.fileMetrics(io.newInputFile(path), config)
+                ).withPartition(ice.PartitionData(spec.partitionType())).build()
+                assert to_json(build({"path": path, "partition": []}), spec) == to_json(
+                    old, spec), path
+            files += 1
+            tables.add(r.tableName)
+    assert files >= 40, files
+    assert {"row_changes", "changelog__wl__all_types", "mirror__wl__all_types"} <= tables
+
+
+@pytest.mark.integration
+@pytest.mark.spark
 def test_schema_evolution(spark: Any, lake: dict[str, Any]) -> None:
     settings = lake["settings"]
     cl = settings.table(f"changelog__{DB}__evo")

@@ -4,11 +4,12 @@ JVM."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..config import Settings
-from .sink import DataSink, TableOut, data_filesystem
+from .sink import DataSink, TableOut, data_filesystem, fs_path
 
 
 def table_out(spark: Any, name: str) -> TableOut:
@@ -48,7 +49,9 @@ def has_branch(jtable: Any, branch: str) -> bool:
 
 def data_file_builder(spark: Any, jtable: Any) -> Any:
     """A function of a WRITTEN record (path, rows, partition values) to the Iceberg Java
-    ``DataFile`` of ``jtable``; column statistics from the file's Parquet footer."""
+    ``DataFile`` of ``jtable``; column statistics from the file's Parquet footer, as
+    Iceberg's ``ParquetUtil.fileMetrics`` gives them (:func:`_local_footer_metrics` for a
+    local file)."""
     ice = spark._jvm.org.apache.iceberg
     spec = jtable.spec()
     metrics_config = ice.MetricsConfig.forTable(jtable)
@@ -57,17 +60,56 @@ def data_file_builder(spark: Any, jtable: Any) -> Any:
     file_metrics, partition_data = ice.parquet.ParquetUtil.fileMetrics, ice.PartitionData
     builder, parquet = ice.DataFiles.builder, ice.FileFormat.PARQUET
     ptype = spec.partitionType()
+    local_metrics = _local_footer_metrics(spark, metrics_config)
 
     def data_file(w: dict[str, Any]) -> Any:
-        inp = io.newInputFile(w["path"])
+        path = w["path"]
+        local = fs_path(path) if path.startswith(("file:", "/")) else None
+        if local is not None and local_metrics is not None:
+            size, metrics = os.path.getsize(local), local_metrics(local)
+        else:
+            inp = io.newInputFile(path)
+            size, metrics = inp.getLength(), file_metrics(inp, metrics_config)
         part = partition_data(ptype)
         for i, v in enumerate(w["partition"]):
             part.set(i, v)
-        return (builder(spec).withPath(w["path"]).withFormat(parquet)
-                .withFileSizeInBytes(inp.getLength())
-                .withMetrics(file_metrics(inp, metrics_config)).withPartition(part).build())
+        return (builder(spec).withPath(path).withFormat(parquet).withFileSizeInBytes(size)
+                .withMetrics(metrics).withPartition(part).build())
 
     return data_file
+
+
+def _local_footer_metrics(spark: Any, metrics_config: Any) -> Any:
+    """A function of a local Parquet file's path to its Iceberg ``Metrics``: what
+    ``ParquetUtil.fileMetrics`` computes (``footerMetrics`` of the file's footer, no name
+    mapping), the footer read through Parquet's ``LocalInputFile`` with read options made
+    once.  ``fileMetrics`` on a Hadoop input file builds read options from the Hadoop
+    configuration for every file: about 6 ms of a data file's 8-11 ms in the commit of a
+    big load (hundreds of files), against about 2 ms this way.  None when the Iceberg
+    runtime in the session does not have the relocated Parquet classes this uses (then
+    ``fileMetrics``)."""
+    from py4j.java_gateway import JavaClass
+
+    jvm = spark._jvm
+    shaded = jvm.org.apache.iceberg.shaded.org.apache.parquet
+    classes = (shaded.hadoop.ParquetFileReader, shaded.io.LocalInputFile,
+               shaded.ParquetReadOptions)
+    if not all(isinstance(c, JavaClass) for c in classes):
+        return None
+    open_reader, local_file, options_class = classes
+    options = options_class.builder().build()
+    footer_metrics = jvm.org.apache.iceberg.parquet.ParquetUtil.footerMetrics
+    no_field_metrics, jfile = jvm.java.util.stream.Stream.empty, jvm.java.io.File
+
+    def metrics(path: str) -> Any:
+        reader = open_reader.open(local_file(jfile(path).toPath()), options)
+        try:
+            footer = reader.getFooter()
+        finally:
+            reader.close()
+        return footer_metrics(footer, no_field_metrics(), metrics_config)
+
+    return metrics
 
 
 def add_data_files(spark: Any, settings: Settings, table: str,
