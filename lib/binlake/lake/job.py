@@ -491,33 +491,51 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         add = [w for w in to_add if w["table"] == table]
         if add:
             add_data_files(spark, settings, table, add, run_id)
+        if table == TRANSACTIONS and orphan_txns:
+            # XA COMMITs whose PREPARE is nowhere: a few rows, from the driver
+            txns = spark.createDataFrame(
+                [tuple(t[c] for c in TXN_COLS) for t in orphan_txns], TXN_SCHEMA)
+            _shape(spark, settings, settings.table(TRANSACTIONS), txns, run_id,
+                   {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"]
+                   ).writeTo(settings.table(TRANSACTIONS)).append()
 
     # Tables are independent (each its own commits, which queue for the catalog's
-    # connection): a few at once, as the typed tables are filled, keep the driver's round
-    # trips to the JVM and the catalog overlapping.
-    with ThreadPoolExecutor(max_workers=settings.typed_parallelism) as pool:
-        list(pool.map(lambda tw: replace_rows(*tw), record_tables))
-    if orphan_txns:  # XA COMMITs whose PREPARE is nowhere: a few rows, from the driver
-        txns = spark.createDataFrame([tuple(t[c] for c in TXN_COLS) for t in orphan_txns],
-                                     TXN_SCHEMA)
-        _shape(spark, settings, settings.table(TRANSACTIONS), txns, run_id,
-               {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"]
-               ).writeTo(settings.table(TRANSACTIONS)).append()
-
-    # The schema versions that start in these files (a rerun replaces its own).
+    # connection): a few at once keep the driver's round trips to the JVM and the catalog
+    # overlapping.  Typed tables filled from what the decode tasks gave (``prepared.fast``)
+    # read none of these tables: they are filled while these commit (seconds of footers and
+    # commits in a big load, the executors idle); a typed table built from ``row_changes``
+    # waits for them, and so does everything after the typed tables.  (A run killed in
+    # between is a killed run: the next load redoes these files' rows in every table.)
     good_seqs = [f.seq for f in files if f.name not in failed]
-    S.store_versions(spark, settings, [v for v in run_history.new
-                                       if v.start[0] not in {f.seq for f in files
-                                                             if f.name in failed}],
-                     seqs, run_id, run_history.history.databases.values())
-    phase("write")
-    # Typed per-table changelog and mirror tables (when the binlog names the columns).
+    with ThreadPoolExecutor(max_workers=settings.typed_parallelism) as pool:
+        records_done = [pool.submit(replace_rows, *tw) for tw in record_tables]
+
+        def wait_records() -> None:
+            for fut in records_done:
+                fut.result()
+
+        try:
+            # The schema versions that start in these files (a rerun replaces its own).
+            S.store_versions(spark, settings, [v for v in run_history.new
+                                               if v.start[0] not in {f.seq for f in files
+                                                                     if f.name in failed}],
+                             seqs, run_id, run_history.history.databases.values())
+            if not all(prepared.fast.get((j.db, j.tbl)) is not None
+                       for j in prepared.jobs if j.plan is not None):
+                wait_records()
+            phase("write")
+            # Typed per-table changelog and mirror tables (when the binlog names the
+            # columns).
+            if prepared.jobs:
+                summary.typed = typed.fill(
+                    spark, settings, prepared, typed_stats,
+                    [w for w in to_add if w["table"] not in RECORD_TABLES],
+                    lambda table, written: add_data_files(spark, settings, table, written,
+                                                          run_id),
+                    run_id)
+        finally:
+            wait_records()
     if prepared.jobs:
-        summary.typed = typed.fill(
-            spark, settings, prepared, typed_stats,
-            [w for w in to_add if w["table"] not in RECORD_TABLES],
-            lambda table, written: add_data_files(spark, settings, table, written, run_id),
-            run_id)
         # tables without a primary key: a replica's mirror (nopk.py)
         nopk = fill_nopk_mirrors(spark, settings, prepared.jobs, last_points(
             run_history.history, set(good_seqs)))
