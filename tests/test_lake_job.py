@@ -741,6 +741,95 @@ def test_decided_xas_written_in_one_round(spark: Any, small_ranges: Lake) -> Non
     assert xa_rows == len(decided)
 
 
+def test_xas_decided_in_their_range(spark: Any, workload: Workload, one_run: Lake,
+                                     small_ranges: Lake,
+                                     tmp_path_factory: pytest.TempPathFactory,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """An XA whose COMMIT/ROLLBACK follows its PREPARE in one decode range is decided by that
+    decode task (extract.decode_range: its rows written with the range's, its decision
+    checked by the driver against its pairing: xa.local_decisions); the 1 KiB ranges put
+    PREPAREs and COMMITs apart (the driver's pairing and a Spark job decide those), and
+    the lakes are the same (test_small_ranges_same_result).  So is a lake loaded with no
+    decision in a range (the data sink's local_xa off).  A file whose decisions in a range
+    the pairing does not back fails, and nothing of it lands."""
+    from binlake.lake import job as J
+
+    assert one_run.summary.xa_decided_in_range >= 3, one_run.summary.xa_decided_in_range
+    assert small_ranges.summary.xa_decided_in_range < one_run.summary.xa_decided_in_range
+    decided = [r for r in one_run.raw["transactions"]
+               if r["kind"] == "xa" and r["prepare_file"] is not None]
+    assert one_run.summary.xa_decided_in_range <= len(decided)
+
+    sink_of = J._data_sink
+
+    def no_local_xa(*a: Any, **k: Any) -> Any:
+        return dataclasses.replace(sink_of(*a, **k), local_xa=False)
+
+    monkeypatch.setattr(J, "_data_sink", no_local_xa)
+    off = make_lake(spark, tmp_path_factory.mktemp("lakes"), "xa_off")
+    summary = load(spark, off, [workload.dir], "xa-off-1")
+    assert summary.xa_decided_in_range == 0 and not summary.failed
+    report = diff(frozen(one_run.raw), frozen(read_all(spark, off)), "in range vs not: ")
+    assert not report, report
+    monkeypatch.setattr(J, "_data_sink", sink_of)
+
+    checked = J.local_decisions
+    flagged: list[str] = []
+
+    def not_backed(batches: list[dict[str, Any]], resolutions: Any) -> Any:
+        done, wrong = checked(batches, resolutions)
+        assert not wrong, wrong  # (backed, but for the file flagged here)
+        if batches and not flagged:
+            flagged.append(batches[0]["file"])
+        return done, {f: "not backed (test)" for f in flagged
+                      if any(b["file"] == f for b in batches)}
+
+    monkeypatch.setattr(J, "local_decisions", not_backed)
+    lake = make_lake(spark, tmp_path_factory.mktemp("lakes"), "xa_wrong")
+    summary = J.run_load(spark, lake, [str(workload.dir)], run_id="xa-wrong-1")
+    assert [(f["file"], f["error"]) for f in summary.failed] == [
+        (flagged[0], "not backed (test)")], summary.failed
+    assert len(summary.loaded) == len(workload.files) - 1
+    raw = read_all(spark, lake)
+    assert raw["row_changes"] and not [r for r in raw["row_changes"] if r["file"] == flagged[0]]
+    assert not [r for r in raw["transactions"] if flagged[0] in (r["begin_file"],
+                                                                 r["end_file"])]
+
+
+def test_local_decisions_backed_by_the_pairing() -> None:
+    from binlake.lake.xa import local_decisions
+
+    part = {"file": "b.000001", "seq": 1, "begin_pos": 500, "end_pos": 600, "gtid": None,
+            "timestamp": 1, "commit_ts_us": None}
+    res = {("b.000001", 100): {"commit": True, "part": part, "end_event": "XA COMMIT"},
+           ("b.000001", 200): {"commit": False, "part": part, "end_event": "XA ROLLBACK"},
+           ("b.000001", 300): {"commit": True, "part": part, "end_event": "XA COMMIT",
+                               "late": True, "xid": (1, "x", "")}}
+
+    def batch(*decisions: tuple[int, bool, str], **moved: Any) -> dict[str, Any]:
+        return {"file": "b.000001", "decisions": [
+            {"prepare_file": "b.000001", "prepare_pos": pos, "commit": commit,
+             "part": dict(part, **moved), "end_event": ev} for pos, commit, ev in decisions]}
+
+    good = batch((100, True, "XA COMMIT"), (200, False, "XA ROLLBACK"))
+    assert local_decisions([good], res) == ({("b.000001", 100), ("b.000001", 200)}, {})
+    for bad in (batch((100, False, "XA COMMIT")),  # the other decision
+                batch((100, True, "XA ROLLBACK")),
+                batch((100, True, "XA COMMIT"), (400, True, "XA COMMIT")),  # not paired
+                batch((300, True, "XA COMMIT")),  # decided by a later run's stored one
+                batch((100, True, "XA COMMIT"), end_pos=601),  # another COMMIT
+                batch((100, True, "XA COMMIT"), (100, True, "XA COMMIT"))):  # twice
+        done, wrong = local_decisions([bad], res)
+        assert done == set() and list(wrong) == ["b.000001"], bad
+        assert "not back" in wrong["b.000001"]
+    # another file's batch is not touched by one that fails
+    other = {"file": "b.000002", "decisions": [dict(good["decisions"][0],
+                                                   prepare_file="b.000002")]}
+    res2 = {**res, ("b.000002", 100): res[("b.000001", 100)]}
+    done, wrong = local_decisions([batch((100, False, "XA COMMIT")), other], res2)
+    assert done == {("b.000002", 100)} and list(wrong) == ["b.000001"]
+
+
 def test_engines_known_across_ranges(workload: Workload) -> None:
     """The executor function alone (no Spark): the file with the statement-format ROLLBACK
     that changed a MyISAM table (nontransactional), cut into two ranges right before it, as

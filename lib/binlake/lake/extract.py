@@ -4,8 +4,13 @@ task: :func:`decode_range`, and :func:`decode_tasks_arrow`, its mapInArrow entry
 Runs inside Spark executors (and in tests without Spark): it reads only its range of the
 object (local path, or S3 through boto3 -- Spark has no s3a here), decodes it with the
 decoder, groups it into transactions with the transaction layer, and returns picklable
-records.  XA PREPARE groups cannot be decided here (their COMMIT may be in another range, file
-or run): their rows come back marked with the group's position, and the driver pairs them.
+records.  An XA PREPARE group cannot always be decided here (its COMMIT may be in another
+range, file or run): its rows come back marked with the group's position, and the driver pairs
+them.  One whose XA COMMIT/ROLLBACK follows in the same range is decided here too, as the
+driver's pairing decides it (in binlog order, a decision takes the XA pending under its XID:
+within one range, the PREPARE held here): its transaction and rows are written with the
+range's, and an XA_LOCAL record lists the decisions, which the driver checks against its
+pairing (a file where they differ fails: :func:`binlake.lake.xa.local_decisions`).
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ from ..txn.model import XA_PREPARED, RowChange, Transaction
 from ..txn.spill import SpilledChanges
 from ..txn.streamfacts import RangeFacts
 from .records import (
+    CHANGE,
     FACT,
     FINDING,
     RANGE,
     STATEMENT,
     TXN,
     XA_END,
+    XA_LOCAL,
     XA_PREPARE,
     _change_records,
     _commit_us,
@@ -43,7 +50,8 @@ from .records import (
 )
 from .sink import FLUSH_BYTES, FLUSH_ROWS, DataSink
 from .survey import decode_engines
-from .transport import wide_batches
+from .transport import CHANGE_FIELDS, wide_batches
+from .xa import decide_records
 
 _STATEMENT_EVENTS = frozenset({E.ANNOTATE_ROWS, E.ROWS_QUERY})
 _FDE, _TABLE_MAP = E.FORMAT_DESCRIPTION, E.TABLE_MAP  # (a global: cheaper than E.X)
@@ -64,6 +72,12 @@ class RangeTask:
     newest: bool = False  # its file is the newest of the run
 
 
+# A range's XA PREPARE of at most this many rows is decided in the range when its XA
+# COMMIT/ROLLBACK follows there (decode_range's local_xa)
+LOCAL_XA_ROWS = 100_000
+_CHANGE_COLS = [n for n, _ in CHANGE_FIELDS]
+
+
 # statement texts' logged UTF-8 bytes kept for the writer (decode_range's ``utf8``) at most
 _UTF8_CACHE = 20_000
 _SEEN_MAX = 10_000  # statement keys _statements remembers
@@ -71,13 +85,16 @@ _SEEN_MAX = 10_000  # statement keys _statements remembers
 
 def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                                                   list[tuple[str, Any]]] | None = None,
-                 flush_bytes: int = FLUSH_BYTES, history: SchemaHistory | None = None
-                 ) -> list[tuple[str, Any]]:
+                 flush_bytes: int = FLUSH_BYTES, history: SchemaHistory | None = None,
+                 local_xa: bool = True) -> list[tuple[str, Any]]:
     """All records of one range (see the module doc).  With ``flush``, the records so far
     go to ``flush`` after the event that ends ``flush_bytes`` or more bytes past the last
     flush (or the range's start), and the last ones at the end; what it returns is kept in
     their place.  ``history`` names the columns of Table_maps logged without names
-    (:class:`binlake.schema.names.TableMapNamer`; its findings become FINDING records)."""
+    (:class:`binlake.schema.names.TableMapNamer`; its findings become FINDING records).
+    With ``flush`` and ``local_xa``, an XA PREPARE whose COMMIT/ROLLBACK follows in the
+    range is decided here (see the module doc): its records are written with the others,
+    and one XA_LOCAL record lists the decisions."""
     out: list[tuple[str, Any]] = []
     kept: list[tuple[str, Any]] = []
     flushed_at = task.start
@@ -106,6 +123,33 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                         last_of_file=task.last_of_file, newest=task.newest,
                         emit=lambda row: out.append((FACT, row)))
     error: BinlogError | None = None
+
+    # XAs decided in the range (when writing: with a flush): the PREPARE records held by
+    # XID; the decided XAs' records go with the others, and their decisions, as the
+    # driver's resolutions give them, into one XA_LOCAL record at the end
+    held: dict[tuple[Any, ...], dict[str, Any]] = {}
+    decisions: list[dict[str, Any]] = []
+    local_xa = local_xa and flush is not None
+
+    def decide_here(item: Transaction | XaMarker) -> None:
+        if isinstance(item, XaMarker):
+            x = item.xid
+            prep = held.pop((x.format_id, x.gtrid, x.bqual), None)
+            if prep is None:
+                return
+            res = {"commit": item.commit, "part": item.part.to_dict(),
+                   "end_event": item.end_event}
+            key = (prep["prepare_file"], prep["prepare_pos"])
+            for kind, rec in decide_records(prep, {key: res}):
+                out.append((kind, tuple(rec[c] for c in _CHANGE_COLS)
+                            if kind == CHANGE else rec))
+            decisions.append({"prepare_file": key[0], "prepare_pos": key[1], **res})
+        elif item.status == XA_PREPARED and item.xa_xid is not None:
+            x = item.xa_xid
+            xid = (x.format_id, x.gtrid, x.bqual)
+            held.pop(xid, None)  # (prepared again: the newer one is what a COMMIT decides)
+            if len(item.changes) <= LOCAL_XA_ROWS and out and out[-1][0] == XA_PREPARE:
+                held[xid] = out[-1][1]
 
     def flush_out() -> None:
         if out and flush is not None:
@@ -154,8 +198,10 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
             for item in feed(ev):
                 # a decided transaction's counts come from _emit (its changes may be gone
                 # after); an XA PREPARE's changes stay, the facts count them
-                stream.group(item, counts=_emit(out, item, pks, info, statements_seen, utf8,
-                                                flush_out))
+                counts = _emit(out, item, pks, info, statements_seen, utf8, flush_out)
+                if local_xa and (isinstance(item, XaMarker) or item.status == XA_PREPARED):
+                    decide_here(item)  # (an XA PREPARE's record: the last of out now)
+                stream.group(item, counts=counts)
             if flush is not None and out and (ev.pos + ev.length - flushed_at >= flush_bytes
                                               or len(out) >= FLUSH_ROWS):
                 flush_out()
@@ -191,6 +237,8 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
                        "checksum_alg": reader.fde.to_dict()["checksum_alg"],
                        "in_use": reader.in_use}
     out.append((RANGE, info))
+    if decisions:
+        out.append((XA_LOCAL, {"file": task.file, "decisions": decisions}))
     return kept + flush(out) if flush is not None else out
 
 
@@ -314,7 +362,8 @@ def decode_tasks_arrow(batches: Any, sink: DataSink, history: SchemaHistory | No
                 return kept
 
             try:
-                records = decode_range(task, flush, sink.flush_bytes, history)
+                records = decode_range(task, flush, sink.flush_bytes, history,
+                                       local_xa=sink.local_xa)
             finally:
                 gc.enable()
             yield from wide_batches(records)

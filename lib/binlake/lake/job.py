@@ -44,7 +44,7 @@ from .loaded import Loaded, _later_loaded, _loaded, engine_seed, engines_unseen
 from .lock import load_lock, lock_is_global
 from .nopk import fill_nopk_mirrors
 from .orphans import DeadRun, remove_orphans
-from .records import FINDING, RANGE, XA_END, XA_PREPARE
+from .records import FINDING, RANGE, XA_END, XA_LOCAL, XA_PREPARE
 from .sink import TYPED, WRITTEN, DataSink
 from .spark import local_frame
 from .staging import _stage_root, clean_staging
@@ -61,8 +61,8 @@ from .tables import (
     delete_where,
     ensure_tables,
 )
-from .transport import TASK_SCHEMA, WIDE_SCHEMA, meta_of
-from .xa import _pair_xa, _read_pending, _refresh_pending, decide_xa_arrow
+from .transport import TASK_SCHEMA, WIDE_SCHEMA, meta_of, prepare_of, prepares_frame
+from .xa import _pair_xa, _read_pending, _refresh_pending, decide_xa_arrow, local_decisions
 
 TXN_COLS = ["txn_id", "gtid", "kind", "status", "begin_file", "begin_pos", "end_file",
             "end_pos", "commit_us", "end_event", "xid", "xa_format_id", "xa_gtrid", "xa_bqual",
@@ -78,9 +78,6 @@ TXN_SCHEMA = ("txn_id STRING, gtid STRING, kind STRING, status STRING, begin_fil
 PREP_COLS = ["xa_format_id", "xa_gtrid", "xa_bqual", "prepare_seq", "prepare_pos",
              "prepare_end_pos", "prepare_file", "prepare_gtid", "prepared_ts", "rows", "state",
              "pks"]
-PREP_SCHEMA = ("xa_format_id INT, xa_gtrid STRING, xa_bqual STRING, prepare_seq INT, "
-               "prepare_pos BIGINT, prepare_end_pos BIGINT, prepare_file STRING, "
-               "prepare_gtid STRING, prepared_ts BIGINT, rows BIGINT, state STRING, pks STRING")
 
 
 # -- the job ----------------------------------------------------------------------------------
@@ -395,14 +392,11 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         records = records.persist(StorageLevel.MEMORY_AND_DISK)
         # One pass for the driver's metadata: per-range facts, XA markers, table layouts,
         # findings, and the PREPAREs without their rows (state, pks).
+        # (an XA PREPARE's meta is its metadata: its rows ride apart, see wide_batches)
         small = [(r["kind"], meta_of(r)) for r in records.where(
-            kind.isin(RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED)).select(
-            "kind", "meta", F.from_json("meta", PREP_SCHEMA).alias("p")).select(
-            "kind", F.when(kind == XA_PREPARE, F.to_json(F.struct(
-                *[F.col(f"p.{c}") for c in prep_fields]))).otherwise(F.col("meta"))
-            .alias("meta")).collect()]
-        preps_df = records.where(kind == XA_PREPARE).select(
-            F.from_json(F.col("meta"), PREP_SCHEMA).alias("r")).select("r.*")
+            kind.isin(RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED, XA_LOCAL)).select(
+            "kind", "meta").collect()]
+        preps_df = prepares_frame(records)
     prep_meta = [{c: r.get(c) for c in prep_fields} for k, r in small if k == XA_PREPARE]
     phase("decode")
     ranges_info = [r for k, r in small if k == RANGE]
@@ -418,34 +412,49 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
     remove_files([w["path"] for w in written
                   if w["file"] in failed and w["table"] != STREAM_FACTS])
 
-    # XA pairing (driver; metadata only).
-    resolutions, orphan_txns, xa_findings, late = _pair_xa(
-        spark, settings, files, set(bad), prep_meta, [r for k, r in small if k == XA_END],
-        later_loaded)
+    # XA pairing (driver; metadata only), and the XAs the decode tasks decided in their
+    # ranges (their rows written with the ranges'), which the pairing must back: a file
+    # where it does not fails (xa.local_decisions), and the pairing runs again without it
+    local = [r for k, r in small if k == XA_LOCAL]
+    while True:
+        resolutions, orphan_txns, xa_findings, late = _pair_xa(
+            spark, settings, files, set(bad), prep_meta,
+            [r for k, r in small if k == XA_END], later_loaded)
+        in_range, wrong = local_decisions([b for b in local if b["file"] not in failed],
+                                          resolutions)
+        if not wrong:
+            break
+        failed.update(wrong)
+        bad = sorted(failed)
+        remove_files([w["path"] for w in to_add
+                      if w["file"] in wrong and w["table"] != STREAM_FACTS])
+        to_add = [w for w in to_add if w["file"] not in wrong or w["table"] == STREAM_FACTS]
     summary.findings += xa_findings
     summary.xa_decided_late = [
         {"xid": str(XaXid(*r["xid"])), "prepare_file": pf, "prepare_pos": pp,
          "status": XA_COMMITTED if r["commit"] else XA_ROLLED_BACK,
          "end_file": r["part"]["file"], "end_pos": r["part"]["end_pos"]}
         for (pf, pp), r in sorted(resolutions.items()) if r.get("late")]
+    summary.xa_decided_in_range = len(in_range)
+    to_decide = {k: r for k, r in resolutions.items() if k not in in_range}
 
     # Rows and transactions of the good files, plus the XAs decided in this run.
     # The XAs decided in this run get their rows at the COMMIT's position: on the executors,
     # from this run's PREPARE records or the stored ones of earlier runs (the driver only
     # ships the resolutions: positions, no rows).
     run_files = {f.name for f in files}
-    if resolutions:
+    if to_decide:
         cols = ["prepare_file", "prepare_pos", "state", "pks"]
         # (their sequence numbers too: the files' prepare_seq statistics rule out the
         # rest of a big lake's prepares)
-        wanted = sorted({binlog_file(pf).seq for pf, _ in resolutions})
+        wanted = sorted({binlog_file(pf).seq for pf, _ in to_decide})
         if here:  # decided here too, from this run's prepares and the stored ones
-            out = _decide_here(spark, settings, preps, set(bad), run_files, resolutions,
+            out = _decide_here(spark, settings, preps, set(bad), run_files, to_decide,
                                wanted, sink)
         else:
             res_df = local_frame(
                 spark, [(pf, pp, orjson.dumps(r).decode())
-                        for (pf, pp), r in resolutions.items()],
+                        for (pf, pp), r in to_decide.items()],
                 "prepare_file STRING, prepare_pos BIGINT, resolution STRING")
             stored = spark.table(settings.table(XA_PREPARES)).where(
                 (F.col("source") == settings.source)
@@ -589,16 +598,17 @@ def _decode_here(task_rows: list[tuple[Any, ...]], sink: DataSink, run_history: 
     cols = list(zip(*task_rows)) if task_rows else [() for _ in schema]
     batch = pa.RecordBatch.from_arrays(
         [pa.array(list(c), type=f.type) for c, f in zip(cols, schema)], schema=schema)
-    keep = {RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED}
+    keep = {RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED, XA_LOCAL}
     small: list[tuple[str, dict[str, Any]]] = []
     preps = []
     for b in X.decode_tasks_arrow(iter([batch]), sink=sink, history=run_history.history):
-        for k, m in zip(b.column("kind").to_pylist(), b.column("meta").to_pylist()):
+        for i, (k, m) in enumerate(zip(b.column("kind").to_pylist(),
+                                       b.column("meta").to_pylist())):
             if k not in keep:
                 continue
             rec = dict(orjson.loads(m))
             if k == XA_PREPARE:
-                preps.append(rec)
+                preps.append(prepare_of(b, i, rec))
                 rec = {c: rec.get(c) for c in prep_fields}
             small.append((k, rec))
     return small, preps

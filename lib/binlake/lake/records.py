@@ -32,6 +32,12 @@ XA_PREPARE = "xa_prepare"  # a prepare group: metadata + its changes as a JSON s
 XA_END = "xa_end"  # an XA COMMIT / ROLLBACK group (marker)
 
 
+# XAs a decode task decided itself, their PREPARE and COMMIT/ROLLBACK both in its range: the
+# decisions and the WRITTEN / TYPED records of the data files it wrote for them, which the
+# driver adds only if its own pairing decided the same (extract.decode_range)
+XA_LOCAL = "xa_local"
+
+
 FINDING = "finding"
 
 

@@ -93,6 +93,8 @@ class DataSink:
     typed: dict[tuple[str, str], TypedOut] = field(default_factory=dict)
     # a decode task writes its records every this many bytes of binlog (decode_range)
     flush_bytes: int = FLUSH_BYTES
+    # a decode task decides an XA whose COMMIT/ROLLBACK is in its range (decode_range)
+    local_xa: bool = True
 
     def write(self, table: str, tag: str, file: str, columns: dict[str, list[Any]],
               n: int, keep: list[tuple[tuple[Any, ...], Any]] | None = None

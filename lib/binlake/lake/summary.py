@@ -32,6 +32,9 @@ class LoadSummary:
     # stored (a backfill behind loaded files): their transactions end in a file outside
     # this run, so ``transactions`` and ``rows`` do not count them
     xa_decided_late: list[dict[str, Any]] = field(default_factory=list)
+    # XAs decided by a decode task, their PREPARE and COMMIT/ROLLBACK in its range (the
+    # others of the run's decisions: by a Spark job after the pairing)
+    xa_decided_in_range: int = 0
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -54,7 +57,7 @@ class LoadSummary:
                 "findings": self.findings, "seconds": self.seconds, "bytes": self.bytes,
                 "ranges": self.ranges, "typed": self.typed, "branch": self.branch,
                 "timings": self.timings, "xa_decided_late": self.xa_decided_late,
-                "in_driver": self.in_driver}
+                "xa_decided_in_range": self.xa_decided_in_range, "in_driver": self.in_driver}
 
 
 def summary_text(s: LoadSummary) -> str:

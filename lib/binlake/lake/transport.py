@@ -12,6 +12,7 @@ import orjson
 
 from .records import (
     CHANGE,
+    XA_PREPARE,
 )
 
 # Row changes (the bulk) travel as typed columns; every other kind rides as JSON text in
@@ -53,11 +54,20 @@ def _arrow_schema() -> Any:
     return pa.schema([(n, types[t]) for n, t in WIDE_FIELDS])
 
 
+# where an XA PREPARE's changes (``state``), primary keys (``pks``), file and position ride
+_PREP_SLOTS = {n: i for i, n in enumerate(n for n, _ in CHANGE_FIELDS)
+               if n in ("before", "after", "file", "pos")}
+
+
 def wide_batches(records: Any) -> Any:
     """(kind, record) pairs -> Arrow record batches of WIDE_FIELDS.  A CHANGE record is a
     :func:`change_tuple` or a :func:`change_record` dict; any other kind rides as JSON in
-    ``meta``.  Rows are built as tuples and transposed once per batch (zip(*rows)), not
-    appended column by column."""
+    ``meta``, but an XA_PREPARE's ``state`` and ``pks``, which ride in ``before`` and
+    ``after`` (where a change's images go), with its ``prepare_file`` and ``prepare_pos`` in
+    ``file`` and ``pos``: the driver reads every PREPARE's metadata and a few PREPAREs'
+    changes, which Spark then finds without parsing JSON (:func:`prepares_frame`).  Rows are
+    built as tuples and transposed once per batch (zip(*rows)), not appended column by
+    column."""
     import pyarrow as pa
 
     schema = _arrow_schema()
@@ -77,6 +87,16 @@ def wide_batches(records: Any) -> Any:
                 rec = tuple(rec[c] for c in _CHANGE_NAMES)
             rows.append((kind, *rec, None))
             size += len(rec[9] or "") + len(rec[10] or "")
+        elif kind == XA_PREPARE:
+            slots = [None] * len(CHANGE_FIELDS)
+            slots[_PREP_SLOTS["before"]] = rec["state"]
+            slots[_PREP_SLOTS["after"]] = rec["pks"]
+            slots[_PREP_SLOTS["file"]] = rec["prepare_file"]
+            slots[_PREP_SLOTS["pos"]] = rec["prepare_pos"]
+            m = dumps({k: v for k, v in rec.items() if k not in ("state", "pks")},
+                      default=str).decode()
+            rows.append((kind, *slots, m))
+            size += len(m) + len(rec["state"] or "") + len(rec["pks"] or "")
         else:
             m = dumps(rec, default=str).decode()
             rows.append((kind, *blank, m))
@@ -91,3 +111,20 @@ def wide_batches(records: Any) -> Any:
 
 def meta_of(row: Any) -> dict[str, Any]:
     return dict(orjson.loads(row["meta"]))
+
+
+def prepares_frame(records: Any) -> Any:
+    """The XA PREPAREs of a DataFrame of wide records (:func:`wide_batches`): their
+    ``prepare_file``, ``prepare_pos``, ``state`` and ``pks`` columns."""
+    from pyspark.sql import functions as F
+
+    return records.where(F.col("kind") == XA_PREPARE).select(
+        F.col("file").alias("prepare_file"), F.col("pos").alias("prepare_pos"),
+        F.col("before").alias("state"), F.col("after").alias("pks"))
+
+
+def prepare_of(batch: Any, i: int, meta: dict[str, Any]) -> dict[str, Any]:
+    """The whole XA_PREPARE record of row ``i`` of a wide record batch (``meta``: its
+    parsed ``meta``), as the decode task made it."""
+    return {**meta, "state": batch.column("before")[i].as_py(),
+            "pks": batch.column("after")[i].as_py()}

@@ -149,6 +149,34 @@ def pair_events(events: list[tuple[int, int, str, dict[str, Any]]],
     return resolutions, orphans, findings, late
 
 
+def local_decisions(batches: list[dict[str, Any]],
+                    resolutions: dict[tuple[str, int], dict[str, Any]]
+                    ) -> tuple[set[tuple[str, int]], dict[str, str]]:
+    """The XA_LOCAL records of the decode tasks (the XAs a range decided itself, its rows
+    written with the range's: extract.decode_range) against the driver's pairing of the
+    run: each decision must be the resolution the pairing gave that PREPARE (the same
+    COMMIT/ROLLBACK, part and end event).  It always is (in binlog order a decision takes
+    the XA pending under its XID, within one range the one the range held); a file where
+    one is not would have rows the pairing does not back, and fails.  Returns the PREPAREs
+    (file, position) decided in their ranges, and the files that fail, with why."""
+    done: set[tuple[str, int]] = set()
+    wrong: dict[str, str] = {}
+    for b in batches:
+        for d in b["decisions"]:
+            key = (d["prepare_file"], d["prepare_pos"])
+            r = resolutions.get(key)
+            if r is None or r.get("late") or key in done or (
+                    r["commit"], r["part"], r["end_event"]) != (
+                    d["commit"], d["part"], d["end_event"]):
+                wrong.setdefault(b["file"], (
+                    f"the XA PREPARE at {key[1]} was decided in its decode range at "
+                    f"{d['part']['file']}:{d['part']['begin_pos']} ({d['end_event']}), "
+                    "which the run's XA pairing does not back: nothing of the file is "
+                    "loaded (please report it)"))
+            done.add(key)
+    return {k for k in done if not any(k[0] == f for f in wrong)}, wrong
+
+
 def _stored_decisions(spark: Any, settings: Settings, after_seq: int, run_files: set[str]
                       ) -> list[dict[str, Any]]:
     """The two-phase XA decisions ``transactions`` holds from files after ``after_seq``
@@ -194,16 +222,19 @@ def decide_xa_arrow(batches: Any, sink: DataSink) -> Any:
         for row in b.to_pylist():
             res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
                 row["resolution"])}
-            for kind, rec in _decide_xa(row, res):
+            for kind, rec in decide_records(row, res):
                 records.append((kind, tuple(rec[c] for c in CHANGE_COLS)
                                 if kind == CHANGE else rec))
         yield from wide_batches(sink.write_records(f"{tag}-{n}", "", records))
 
 
-def _decide_xa(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
-               ) -> Iterator[tuple[str, dict[str, Any]]]:
+def decide_records(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
+                   ) -> Iterator[tuple[str, dict[str, Any]]]:
     """A prepare group decided in this run: its transaction and (if committed) its rows at
-    the COMMIT's order position (runs on an executor)."""
+    the COMMIT's order position (runs on an executor: the decide task, or the decode task
+    whose range holds both, see extract.decode_range).  ``prep``: its XA_PREPARE record
+    (``state``, ``pks``); ``resolutions``: by (prepare file, position), ``commit``,
+    ``part`` and ``end_event`` of the decision."""
     import orjson
 
     res = resolutions.get((prep["prepare_file"], prep["prepare_pos"]))
