@@ -1,7 +1,8 @@
 """The GTID and XA checks read window columns the datasets compute once (``covered_to``,
 ``highest_before``; ``xa_prev_record``, ``xa_next_record``: quality/datasets.py) instead of
-computing a window in every query (the GTID ones on the driver, the XA ones over the XA
-groups alone).  Here each check's query over a dataset with those columns gives the same unexpected rows as the check written with its window in the query (the
+computing a window in every query (the XA ones over the XA groups alone).  Here each
+check's query over a dataset with those
+columns gives the same unexpected rows as the check written with its window in the query (the
 suite's queries before that change, kept below as the reference), on random streams full of
 duplicates, gaps, out-of-order servers, headers, repeated and undecided XIDs, ties and NULLs."""
 
@@ -106,10 +107,8 @@ def _unexpected(spark: Any, df: Any, query: str) -> list[tuple[Any, ...]]:
                   key=repr)
 
 
-@pytest.mark.parametrize("gtid_order", ["driver", "spark"])
 @pytest.mark.parametrize("seed", range(6))
-def test_window_columns_give_the_same_unexpected_rows(spark: Any, seed: int,
-                                                      gtid_order: str) -> None:
+def test_window_columns_give_the_same_unexpected_rows(spark: Any, seed: int) -> None:
     from pyspark.sql import functions as F
 
     from binlake.lake.spark import local_frame
@@ -121,11 +120,7 @@ def test_window_columns_give_the_same_unexpected_rows(spark: Any, seed: int,
     raw_gtids = local_frame(spark, _gtids(rng), D.GTIDS_SCHEMA)
     raw_groups = local_frame(spark, _groups(rng), X.GROUP_SCHEMA).withColumn(
         "origin", F.lit("run")).withColumn("run_last_ts", F.lit(100).cast("bigint"))
-    # (the GTID order on the driver, pandas, as a nightly run's; or Spark's windows, as a
-    # run of over DRIVER_GTID_ROWS GTIDs)
-    gtids = (D._with_gtid_order if gtid_order == "driver" else D._with_gtid_order_spark)(
-        raw_gtids)
-    assert gtids.count() == raw_gtids.count()
+    gtids = D._with_gtid_order(raw_gtids)
     groups = D._with_xa_order(raw_groups)
     assert sorted(map(repr, groups.drop("xa_prev_record", "xa_next_record").collect())) \
         == sorted(map(repr, raw_groups.collect()))  # every group, XA or not

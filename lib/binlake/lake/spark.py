@@ -368,56 +368,25 @@ def local_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:
     Python workers to unpickle the rows again (0.3-2 s a query, for a handful of rows).
     For the driver's small tables: files, findings, validation results.  Values are typed by
     ``schema`` exactly (64-bit integers, decimals, NULLs, arrays: no pandas float detour)."""
+    import pandas as pd
     import pyarrow as pa
-
-    _, arrow = _row_schema(schema)
-    cols = list(zip(*rows)) if rows else [() for _ in arrow]
-    if len(cols) != len(arrow):
-        raise ValueError(f"local_frame: rows have {len(cols)} values, the schema "
-                         f"{len(arrow)} columns")
-    table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(cols, arrow)],
-                     schema=arrow)
-    return arrow_frame(spark, table, schema)
-
-
-def arrow_frame(spark: Any, table: Any, schema: str) -> Any:
-    """An Arrow table (``schema``'s columns, in its order and types) as a DataFrame, as
-    :func:`local_frame` makes one."""
-    struct, arrow = _row_schema(schema)
-    # (session-wide; binlake calls toPandas nowhere, and Arrow is what makes a LocalRelation)
-    if spark.conf.get("spark.sql.execution.arrow.pyspark.enabled", "false") != "true":
-        spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    return spark.createDataFrame(table.select(arrow.names).cast(arrow).to_pandas(
-        types_mapper=NULLABLE_PANDAS.get), struct)
-
-
-def _row_schema(schema: str) -> tuple[Any, Any]:
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string  # as createDataFrame
 
     struct = _parse_datatype_string(schema)
     if not isinstance(struct, StructType):
         raise ValueError(f"local_frame: {schema!r} is not a row schema")
-    return struct, to_arrow_schema(struct)
-
-
-def _nullable_pandas() -> dict[Any, Any]:
-    import pandas as pd
-    import pyarrow as pa
-
-    # pandas' own would make NULLs NaN floats
-    return {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
-            pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
-            pa.bool_(): pd.BooleanDtype()}
-
-
-class _LazyDict(dict[Any, Any]):
-    """The pandas dtypes by Arrow type, made on first use (pandas is a slow import)."""
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if not self:
-            self.update(_nullable_pandas())
-        return super().get(key, default)
-
-
-NULLABLE_PANDAS = _LazyDict()
+    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(),
+                pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(),
+                pa.bool_(): pd.BooleanDtype()}  # pandas' own would make NULLs NaN floats
+    arrow = to_arrow_schema(struct)
+    cols = list(zip(*rows)) if rows else [() for _ in arrow]
+    if len(cols) != len(arrow):
+        raise ValueError(f"local_frame: rows have {len(cols)} values, the schema "
+                         f"{len(arrow)} columns")
+    table = pa.table([pa.array(list(c), type=f.type) for c, f in zip(cols, arrow)],
+                     schema=arrow)
+    # (session-wide; binlake calls toPandas nowhere, and Arrow is what makes a LocalRelation)
+    if spark.conf.get("spark.sql.execution.arrow.pyspark.enabled", "false") != "true":
+        spark.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    return spark.createDataFrame(table.to_pandas(types_mapper=nullable.get), struct)

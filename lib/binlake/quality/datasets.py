@@ -91,7 +91,6 @@ def _header_gtid_rows(first: dict[str, Any]) -> list[tuple[Any, ...]]:
 GTIDS_SCHEMA = ("origin STRING, flavor STRING, file STRING, seq INT, pos BIGINT, gtid STRING, "
                 "uuid STRING, tag STRING, domain BIGINT, server BIGINT, gno_start BIGINT, "
                 "gno_end BIGINT")
-GTIDS_SCHEMA_NAMES = [c.split()[0] for c in GTIDS_SCHEMA.split(", ")]
 
 
 # -- the lake's view of XAs pending before the run ---------------------------------------------
@@ -320,12 +319,11 @@ def _with_xa_order(groups: Any) -> Any:
 
     # (the window over the XA groups only, the others beside them: partitioned over all
     # groups, the non-XA ones, nearly all of a stream, are one window partition, one task)
-    is_xa = F.col("record").isin("xa_prepare", "xa_end")
+    is_xa = F.coalesce(F.col("record").isin("xa_prepare", "xa_end"), F.lit(False))
     w = Window.partitionBy("xa_xid").orderBy("seq", "begin_pos")
-    xa = groups.where(F.coalesce(is_xa, F.lit(False)))
-    return xa.withColumn("xa_prev_record", F.lag("record").over(w)) \
+    return groups.where(is_xa).withColumn("xa_prev_record", F.lag("record").over(w)) \
         .withColumn("xa_next_record", F.lead("record").over(w)) \
-        .unionByName(groups.where(~F.coalesce(is_xa, F.lit(False)))
+        .unionByName(groups.where(~is_xa)
                      .withColumn("xa_prev_record", F.lit(None).cast("string"))
                      .withColumn("xa_next_record", F.lit(None).cast("string")))
 
@@ -339,42 +337,7 @@ def _with_gtid_order(gtids: Any) -> Any:
                         header's rows first, then binlog order;
     ``highest_before``  the highest number of the rows before it of its MariaDB domain and
                         server, in binlog order (the header's rows first).
-
-    Computed on the driver (:func:`_running_max_before`, pandas over Arrow) for up to
-    ``DRIVER_GTID_ROWS`` rows: a stream has a sequence or two, so Spark's windows run in one
-    task each, seconds for a nightly corpus's few hundred thousand GTIDs; collected, they
-    are a few MB and a tenth of a second of sorting.  More rows: Spark's windows
-    (:func:`_with_gtid_order_spark`), which spill."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
-    from ..lake.spark import NULLABLE_PANDAS, arrow_frame
-
-    n = gtids.count()
-    if n > DRIVER_GTID_ROWS:
-        return _with_gtid_order_spark(gtids)
-    batches = gtids.select(*GTIDS_SCHEMA_NAMES)._collect_as_arrow() if n else []
-    if not batches:
-        return gtids.select("*", F.lit(None).cast("bigint").alias("covered_to"),
-                            F.lit(None).cast("bigint").alias("highest_before"))
-    df = pa.Table.from_batches(batches).to_pandas(types_mapper=NULLABLE_PANDAS.get)
-    df["_o"] = (df["origin"] != "header").astype("int64")
-    df["covered_to"] = _running_max_before(df, ["flavor", "uuid", "tag", "domain"],
-                                           ["gno_start", "_o", "seq", "pos"])
-    df["highest_before"] = _running_max_before(df, ["flavor", "domain", "server"],
-                                               ["_o", "seq", "pos"])
-    return arrow_frame(gtids.sparkSession, pa.Table.from_pandas(
-        df.drop(columns=["_o"]), preserve_index=False),
-        GTIDS_SCHEMA + ", covered_to BIGINT, highest_before BIGINT")
-
-
-# GTID rows the driver orders itself (about 100 bytes each in Arrow, a few times that while
-# pandas sorts them): beyond, Spark's windows
-DRIVER_GTID_ROWS = 1_000_000
-
-
-def _with_gtid_order_spark(gtids: Any) -> Any:
-    """:func:`_with_gtid_order`'s columns from Spark's windows."""
+    """
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
@@ -386,35 +349,6 @@ def _with_gtid_order_spark(gtids: Any) -> Any:
         o, "seq", "pos").rowsBetween(*before)
     return gtids.withColumn("covered_to", F.max("gno_end").over(in_sequence)) \
         .withColumn("highest_before", F.max("gno_end").over(per_server))
-
-
-def _running_max_before(df: Any, keys: list[str], order: list[str]) -> Any:
-    """Per row of ``df`` (pandas), the highest ``gno_end`` of the rows before it in its
-    partition (``keys``, NULL a value of its own) ordered by ``order`` (ascending, NULLs
-    first, ties in the rows' order): Spark's ``max(gno_end) OVER (PARTITION BY keys ORDER
-    BY order ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)``; NULL for the first row
-    of a partition, or when every row before it has a NULL ``gno_end``.  64-bit integers
-    throughout (no float: GTID numbers go to 2^63)."""
-    import numpy as np
-    import pandas as pd
-
-    low = np.iinfo(np.int64).min
-    s = df.sort_values(order, na_position="first", kind="mergesort")
-    part = s[keys].astype(object).where(s[keys].notna(), "\x00null")
-    gid = part.groupby([part[k] for k in keys], sort=False).ngroup().to_numpy()
-    by_group = np.argsort(gid, kind="stable")  # each partition's rows together, in order
-    g = gid[by_group]
-    v = s["gno_end"].astype("Int64").fillna(low).to_numpy(dtype=np.int64)[by_group]
-    first = np.ones(len(g), dtype=bool)
-    first[1:] = g[1:] != g[:-1]
-    running = pd.Series(v).groupby(g).cummax().to_numpy(dtype=np.int64)
-    before = np.empty_like(running)
-    before[1:] = running[:-1]
-    before[first] = low
-    out = np.empty_like(before)
-    out[by_group] = before
-    result = pd.Series(out, index=s.index, dtype="Int64")
-    return result.mask(result == low).reindex(df.index)
 
 
 # -- the lake -----------------------------------------------------------------------------------
