@@ -34,7 +34,6 @@ from ..txn.model import XA_PREPARED, RowChange, Transaction
 from ..txn.spill import SpilledChanges
 from ..txn.streamfacts import RangeFacts
 from .records import (
-    CHANGE,
     FACT,
     FINDING,
     RANGE,
@@ -50,7 +49,7 @@ from .records import (
 )
 from .sink import FLUSH_BYTES, FLUSH_ROWS, DataSink
 from .survey import decode_engines
-from .transport import CHANGE_FIELDS, wide_batches
+from .transport import wide_batches
 from .xa import decide_records
 
 _STATEMENT_EVENTS = frozenset({E.ANNOTATE_ROWS, E.ROWS_QUERY})
@@ -75,7 +74,6 @@ class RangeTask:
 # A range's XA PREPARE of at most this many rows is decided in the range when its XA
 # COMMIT/ROLLBACK follows there (decode_range's local_xa)
 LOCAL_XA_ROWS = 100_000
-_CHANGE_COLS = [n for n, _ in CHANGE_FIELDS]
 
 
 # statement texts' logged UTF-8 bytes kept for the writer (decode_range's ``utf8``) at most
@@ -140,9 +138,7 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
             res = {"commit": item.commit, "part": item.part.to_dict(),
                    "end_event": item.end_event}
             key = (prep["prepare_file"], prep["prepare_pos"])
-            for kind, rec in decide_records(prep, {key: res}):
-                out.append((kind, tuple(rec[c] for c in _CHANGE_COLS)
-                            if kind == CHANGE else rec))
+            out.extend(decide_records(prep, {key: res}))
             decisions.append({"prepare_file": key[0], "prepare_pos": key[1], **res})
         elif item.status == XA_PREPARED and item.xa_xid is not None:
             x = item.xa_xid

@@ -80,6 +80,11 @@ PREP_COLS = ["xa_format_id", "xa_gtrid", "xa_bqual", "prepare_seq", "prepare_pos
              "pks"]
 
 
+# The records of a decode task the driver reads (an XA PREPARE's without its rows): the
+# others are written by the executors, or read by Spark (the XA PREPAREs' rows)
+SMALL_KINDS = frozenset({RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED, XA_LOCAL})
+
+
 # -- the job ----------------------------------------------------------------------------------
 
 def run_load(spark: Any, settings: Settings, sources: Iterable[str], *,
@@ -394,7 +399,7 @@ def _decode_and_write(spark: Any, settings: Settings, run_id: str, summary: Load
         # findings, and the PREPAREs without their rows (state, pks).
         # (an XA PREPARE's meta is its metadata: its rows ride apart, see wide_batches)
         small = [(r["kind"], meta_of(r)) for r in records.where(
-            kind.isin(RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED, XA_LOCAL)).select(
+            kind.isin(*SMALL_KINDS)).select(
             "kind", "meta").collect()]
         preps_df = prepares_frame(records)
     prep_meta = [{c: r.get(c) for c in prep_fields} for k, r in small if k == XA_PREPARE]
@@ -598,13 +603,12 @@ def _decode_here(task_rows: list[tuple[Any, ...]], sink: DataSink, run_history: 
     cols = list(zip(*task_rows)) if task_rows else [() for _ in schema]
     batch = pa.RecordBatch.from_arrays(
         [pa.array(list(c), type=f.type) for c, f in zip(cols, schema)], schema=schema)
-    keep = {RANGE, XA_END, FINDING, XA_PREPARE, WRITTEN, TYPED, XA_LOCAL}
     small: list[tuple[str, dict[str, Any]]] = []
     preps = []
     for b in X.decode_tasks_arrow(iter([batch]), sink=sink, history=run_history.history):
         for i, (k, m) in enumerate(zip(b.column("kind").to_pylist(),
                                        b.column("meta").to_pylist())):
-            if k not in keep:
+            if k not in SMALL_KINDS:
                 continue
             rec = dict(orjson.loads(m))
             if k == XA_PREPARE:

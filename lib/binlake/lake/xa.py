@@ -25,9 +25,7 @@ from .tables import (
     XA_PREPARES,
     _q,
 )
-from .transport import CHANGE_FIELDS, wide_batches
-
-CHANGE_COLS = [n for n, _ in CHANGE_FIELDS]  # a change_tuple's fields
+from .transport import _CHANGE_NAMES, wide_batches
 
 
 def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
@@ -222,19 +220,18 @@ def decide_xa_arrow(batches: Any, sink: DataSink) -> Any:
         for row in b.to_pylist():
             res = {(row["prepare_file"], row["prepare_pos"]): orjson.loads(
                 row["resolution"])}
-            for kind, rec in decide_records(row, res):
-                records.append((kind, tuple(rec[c] for c in CHANGE_COLS)
-                                if kind == CHANGE else rec))
+            records += decide_records(row, res)
         yield from wide_batches(sink.write_records(f"{tag}-{n}", "", records))
 
 
 def decide_records(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
-                   ) -> Iterator[tuple[str, dict[str, Any]]]:
+                   ) -> Iterator[tuple[str, Any]]:
     """A prepare group decided in this run: its transaction and (if committed) its rows at
     the COMMIT's order position (runs on an executor: the decide task, or the decode task
-    whose range holds both, see extract.decode_range).  ``prep``: its XA_PREPARE record
-    (``state``, ``pks``); ``resolutions``: by (prepare file, position), ``commit``,
-    ``part`` and ``end_event`` of the decision."""
+    whose range holds both, see extract.decode_range), as the data sink takes them (a
+    change as a tuple in CHANGE_FIELDS order).  ``prep``: its XA_PREPARE record (``state``,
+    ``pks``); ``resolutions``: by (prepare file, position), ``commit``, ``part`` and
+    ``end_event`` of the decision."""
     import orjson
 
     res = resolutions.get((prep["prepare_file"], prep["prepare_pos"]))
@@ -254,7 +251,8 @@ def decide_records(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict
     pks = orjson.loads(prep.get("pks") or "{}")
     for c in txn.changes:
         if c.applied:
-            yield CHANGE, change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
+            rec = change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
+            yield CHANGE, tuple(rec[n] for n in _CHANGE_NAMES)
 
 
 def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[str, Any]]:
