@@ -143,6 +143,16 @@ def _settings(home: Path, catalog: str) -> Any:
     return load_settings(env={"BINLAKE_HOME": str(home), "BINLAKE_CATALOG_NAME": catalog})
 
 
+def _new_lake(tmp_path_factory: pytest.TempPathFactory, home: str, catalog: str) -> Any:
+    """The settings of a fresh lake (its own home and catalog name), the shared session
+    set up for its catalog (local[2])."""
+    from binlake.lake.spark import build_session
+
+    settings = _settings(tmp_path_factory.mktemp(home), catalog)
+    build_session(settings, master="local[2]")
+    return settings
+
+
 @pytest.fixture(scope="module")
 def spark(spark_lake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The suite's shared session (conftest ``spark_lake``; stopping it here would break
@@ -474,10 +484,7 @@ def _killed_before_typed_fill(spark: Any, settings: Any, files: list[str]) -> No
 @pytest.fixture(scope="module")
 def lake(spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
          ) -> dict[str, Any]:
-    from binlake.lake.spark import build_session
-
-    settings = _settings(tmp_path_factory.mktemp("typed-lake"), "typed_a")
-    build_session(settings, master="local[2]")
+    settings = _new_lake(tmp_path_factory, "typed-lake", "typed_a")
     reports: list[dict[str, Any]] = []
     t0 = time.monotonic()
     _load(spark, settings, world["files"], reports)
@@ -715,10 +722,7 @@ def test_killed_run_rerun_completes(spark: Any, lake: dict[str, Any], world: dic
     """A second lake: file 1, file 2 (the ALTER: the typed tables evolve), then 3..4 killed
     after row_changes (before the typed step), then 3..4 again: the same typed tables as the
     one-run lake."""
-    from binlake.lake.spark import build_session
-
-    settings = _settings(tmp_path_factory.mktemp("typed-lake-b"), "typed_b")
-    build_session(settings, master="local[2]")
+    settings = _new_lake(tmp_path_factory, "typed-lake-b", "typed_b")
     files = world["files"]
     t0 = time.monotonic()
     reports: list[dict[str, Any]] = []
@@ -751,10 +755,7 @@ def test_tables_created_by_a_killed_run_are_built_whole(
     plan created them again, empty); then files 2..4 again.  The rerun must build the typed
     tables from all of ``row_changes`` (file 1 included), not only from its own files: the
     same tables as the one-run lake."""
-    from binlake.lake.spark import build_session
-
-    settings = _settings(tmp_path_factory.mktemp("typed-lake-c"), "typed_c")
-    build_session(settings, master="local[2]")
+    settings = _new_lake(tmp_path_factory, "typed-lake-c", "typed_c")
     files = world["files"]
     _load(spark, settings, files[:1], [])
     for name in _typed_tables(spark, settings):
@@ -785,10 +786,8 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     into existing mirrors): the same typed tables as the one-run lake.  (One part at most:
     a delta over the bounds is not cut into parts, test_deltas_over_the_fold_bound_in_parts.)"""
     from binlake.lake import fold, typed
-    from binlake.lake.spark import build_session
 
-    settings = _settings(tmp_path_factory.mktemp("typed-lake-d"), "typed_d")
-    build_session(settings, master="local[2]")
+    settings = _new_lake(tmp_path_factory, "typed-lake-d", "typed_d")
     files = world["files"]
     reports: list[dict[str, Any]] = []
     monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 1)
@@ -826,10 +825,8 @@ def test_deltas_over_the_fold_bound_in_parts(
     bound 0).  File 2 moves primary keys (across parts: 2 -> 20 -> 21).  The same typed
     tables as the one-run lake."""
     from binlake.lake import fold, typed
-    from binlake.lake.spark import build_session
 
-    settings = _settings(tmp_path_factory.mktemp("typed-lake-e"), "typed_e")
-    build_session(settings, master="local[2]")
+    settings = _new_lake(tmp_path_factory, "typed-lake-e", "typed_e")
     files = world["files"]
     reports: list[dict[str, Any]] = []
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
