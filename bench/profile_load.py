@@ -170,17 +170,18 @@ def main() -> int:
     os.environ["BINLAKE_HOME"] = str(home)
 
     from binlake import cli
-    from binlake.lake import extract, job
+    from binlake.lake import extract, job, land
 
     if not args.no_executors:
-        # job.py calls X.decode_tasks_arrow, and _survey and decide_xa_arrow (imported into job.py
-        # from lake/discover.py and lake/xa.py) by name when it runs: these wrappers
+        # job.py and land.py call X.decode_tasks_arrow, _survey (imported into job.py from
+        # lake/discover.py) and decide_xa_arrow (into land.py from lake/xa.py) by name
+        # when they run: these wrappers
         # (defined in __main__, so pickled by value) reach the executors instead
         ORIGINAL_SURVEY = job._survey
         extract.decode_tasks_arrow = profiled_decode
         job._survey = profiled_survey
-        ORIGINAL_DECIDE = job.decide_xa_arrow
-        job.decide_xa_arrow = profiled_decide
+        ORIGINAL_DECIDE = land.decide_xa_arrow
+        land.decide_xa_arrow = profiled_decide
     argv = ["-q", "load", "--json", "--config", str(config), "--master", args.master,
             *map(str, files)]
     prof = cProfile.Profile()

@@ -752,7 +752,7 @@ def test_xas_decided_in_their_range(spark: Any, workload: Workload, one_run: Lak
     the lakes are the same (test_small_ranges_same_result).  So is a lake loaded with no
     decision in a range (the data sink's local_xa off).  A file whose decisions in a range
     the pairing does not back fails, and nothing of it lands."""
-    from binlake.lake import job as J
+    from binlake.lake import land as J
 
     assert one_run.summary.xa_decided_in_range >= 3, one_run.summary.xa_decided_in_range
     assert small_ranges.summary.xa_decided_in_range < one_run.summary.xa_decided_in_range
@@ -786,7 +786,9 @@ def test_xas_decided_in_their_range(spark: Any, workload: Workload, one_run: Lak
 
     monkeypatch.setattr(J, "local_decisions", not_backed)
     lake = make_lake(spark, tmp_path_factory.mktemp("lakes"), "xa_wrong")
-    summary = J.run_load(spark, lake, [str(workload.dir)], run_id="xa-wrong-1")
+    from binlake.lake.job import run_load
+
+    summary = run_load(spark, lake, [str(workload.dir)], run_id="xa-wrong-1")
     assert [(f["file"], f["error"]) for f in summary.failed] == [
         (flagged[0], "not backed (test)")], summary.failed
     assert len(summary.loaded) == len(workload.files) - 1
