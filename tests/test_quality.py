@@ -141,7 +141,8 @@ def show(report: Any) -> str:
 
 @pytest.mark.integration
 def test_clean_stream_and_lake_pass(spark: Any, lake: Any, stream: dict[str, Any]) -> None:
-    from binlake.quality.suite import FAMILIES, checks
+    from binlake.quality.names import FAMILIES
+    from binlake.quality.suite import checks
 
     # A branch the tables do not have: read from main.
     report = run(spark, lake, [stream["dir"]], lake=True, run_id="clean", branch="no-such")
@@ -406,3 +407,38 @@ def test_load_facts_give_the_verdicts_of_reading_again(spark: Any, damage: bool,
     assert (not from_lake.success) == damage
     if damage:  # (the file has no CRC32s: the flipped byte breaks an event's body)
         assert "integrity.events_decode" in failed(from_lake)
+
+
+@pytest.mark.integration
+def test_facts_partly_from_the_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory
+                                    ) -> None:
+    """Two files, only the first loaded: validation takes the first one's facts from the
+    lake and reads the second again, and gives the verdicts of reading both again."""
+    require_corpus()
+    from binlake.lake.job import run_load
+
+    base = tmp_path_factory.mktemp("gx-partly")
+    src = CORPUS / "mariadb-11.8" / "std_data" / "mdev6020-mysql-bin.000001"
+    loaded, both = base / "loaded", base / "both"
+    loaded.mkdir()
+    both.mkdir()
+    first, second = (f"mysql-bin.00000{i}" for i in (1, 2))
+    (loaded / first).write_bytes(src.read_bytes())
+    for name in (first, second):
+        (both / name).write_bytes(src.read_bytes())
+    settings = make_settings(spark, base, "partly", split_bytes=1 << 16)
+    summary = run_load(spark, settings, [str(loaded / first)], run_id="partly-1")
+    assert summary.ranges >= 4 and not summary.failed
+    # the lake's files rows name the first file under the same name as in ``both``
+    mixed = run(spark, settings, [both], lake=True, run_id="partly-lake")
+    again = run(spark, settings, [both], lake=False, run_id="partly-again")
+    notes = next(r for r in mixed.results
+                 if r["expectation"] == "integrity.events_decode")["details"]
+    assert notes["facts_from_load"] == [first] and notes["read_again"] == [second], notes
+    # every event of both files checked, each file's counted once (the files' rows)
+    counted = next(r for r in again.results
+                   if r["expectation"] == "integrity.events_decode")["details"]["events"]
+    assert notes["events"] == counted and counted > 2 * 7000, (notes["events"], counted)
+    assert _stream_results(mixed) == _stream_results(again)
+    # (the second file repeats the first one's GTIDs: the checks do see both files)
+    assert "gtid.no_duplicates" in failed(again), failed(again)

@@ -17,7 +17,8 @@ pytest.importorskip("great_expectations")
 from binlake.quality import facts as X
 from binlake.quality.datasets import expected_headers
 from binlake.quality.export import family_suites
-from binlake.quality.suite import ERROR, FAMILIES, WARNING, checks
+from binlake.quality.names import ERROR, FAMILIES, WARNING
+from binlake.quality.suite import checks
 from binlake.txn.files import order_files
 
 from .corpus import CORPUS, require_corpus

@@ -144,12 +144,12 @@ def lake_pending_groups(spark: Any, settings: Settings, first_seq: int, run_file
 # -- the stream ---------------------------------------------------------------------------------
 
 def lake_facts(spark: Any, settings: Settings, files: list[BinlogFile], read: Any
-               ) -> tuple[Any, dict[str, dict[str, Any]]]:
+               ) -> tuple[Any, dict[str, dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """The stream facts the lake holds of ``files`` (what the load that landed each one
     gathered in its decode pass), and per file so covered its ``files`` row (run, sha256,
-    size).  A file is covered when its row names the run that loaded it and every one of that
-    run's ranges of it left its range row (a killed load leaves a file uncovered: the files
-    row comes last)."""
+    size), and its range rows' metas in range order.  A file is covered when its row names the
+    run that loaded it and every one of that run's ranges of it left its range row (a killed
+    load leaves a file uncovered: the files row comes last)."""
     from pyspark.sql import functions as F
 
     from ..lake.tables import FILES, STREAM_FACTS
@@ -157,7 +157,7 @@ def lake_facts(spark: Any, settings: Settings, files: list[BinlogFile], read: An
     facts, lake_files = read(STREAM_FACTS), read(FILES)
     names = [f.name for f in files]
     if facts is None or lake_files is None:
-        return None, {}
+        return None, {}, {}
     rows = {r["file"]: r.asDict() for r in lake_files.where(
         (F.col("source") == settings.source) & F.col("file").isin(names)).select(
         "file", "run_id", "ranges", "sha256", "size", "status").collect()}
@@ -166,18 +166,19 @@ def lake_facts(spark: Any, settings: Settings, files: list[BinlogFile], read: An
     for r in facts.where(F.col("kind") == "range").select(
             "file", "run_id", "range_index", "meta").collect():
         seen.setdefault((r["file"], r["run_id"]), {})[r["range_index"]] = orjson.loads(r["meta"])
-    covered = {}
+    covered, covered_metas = {}, {}
     for n, r in rows.items():
         metas = seen.get((n, r["run_id"]), {})
-        if r["ranges"] and set(metas) == set(range(r["ranges"])) and X.ranges_usable(
-                [metas[k] for k in sorted(metas)]):
+        ordered = [metas[k] for k in sorted(metas)]
+        if r["ranges"] and set(metas) == set(range(r["ranges"])) and X.ranges_usable(ordered):
             covered[n] = r
+            covered_metas[n] = ordered
     if not covered:
-        return None, {}
+        return None, {}, {}
     keep = F.lit(False)
     for n, r in covered.items():
         keep = keep | ((F.col("file") == n) & (F.col("run_id") == r["run_id"]))
-    return facts.where(keep).select(*X.FACT_NAMES), covered
+    return facts.where(keep).select(*X.FACT_NAMES), covered, covered_metas
 
 
 def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
@@ -191,7 +192,8 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     from pyspark.sql.window import Window
 
     sc = spark.sparkContext
-    stored, covered = lake_facts(spark, settings, files, read) if read is not None else (None, {})
+    stored, covered, metas_of = (lake_facts(spark, settings, files, read) if read is not None
+                                 else (None, {}, {}))
     todo = [(i, f) for i, f in enumerate(files) if f.name not in covered]
     parts = [stored] if stored is not None else []
     if todo:
@@ -212,10 +214,14 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     # Parquet files, and is cached itself by the caller, which is several times cheaper)
     kind = F.col("kind")
 
-    # files: the ranges' rows merged on the driver (a few per file)
-    metas: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for r in records.where(kind == "range").select("file", "range_index", "meta").collect():
-        metas.setdefault(r["file"], []).append((r["range_index"], orjson.loads(r["meta"])))
+    # files: the ranges' rows merged on the driver (a few per file); those of the lake's
+    # facts were read by lake_facts already
+    metas: dict[str, list[tuple[int, dict[str, Any]]]] = {
+        n: list(enumerate(ms)) for n, ms in metas_of.items()}
+    if todo:
+        for r in records.where((kind == "range") & F.col("file").isin(
+                [f.name for _, f in todo])).select("file", "range_index", "meta").collect():
+            metas.setdefault(r["file"], []).append((r["range_index"], orjson.loads(r["meta"])))
     file_rows: list[dict[str, Any]] = []
     derived: list[dict[str, Any]] = []
     for i, f in enumerate(files):
@@ -397,16 +403,14 @@ RECON_SCHEMA = "order_seq INT, order_pos BIGINT, file STRING, expected STRING, a
 
 
 def build_reconciliation(spark: Any, settings: Settings, stream: StreamData, read: Any
-                         ) -> tuple[Any, Any, dict[str, dict[str, Any]]]:
-    """(reconciliation, mirrors, notes): expected vs landed rows per transaction, and per
-    mirror table."""
+                         ) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """(reconciliation, notes): expected vs landed rows per transaction."""
     from pyspark.sql import functions as F
 
     from ..lake.tables import FILES, ROW_CHANGES
 
     notes: dict[str, dict[str, Any]] = {}
     tag = uuid.uuid4().hex[:8]
-    src = _q(settings.source)
     seqs = sorted({r["seq"] for r in stream.file_rows})
     names = {r["seq"]: r["file"] for r in stream.file_rows}
     from ..lake.driver_read import all_of, eq, is_in
@@ -461,16 +465,19 @@ def build_reconciliation(spark: Any, settings: Settings, stream: StreamData, rea
         .select("order_seq", "order_pos", file_of[F.col("order_seq")].alias("file"),
                 F.coalesce("expected", F.lit("0/0/0")).alias("expected"),
                 F.coalesce("actual", F.lit("0/0/0")).alias("actual"))
-    mirrors = _mirrors(spark, settings, read, rc, src)
-    return recon, mirrors, notes
+    return recon, notes
 
 
-def _mirrors(spark: Any, settings: Settings, read: Any, rc: Any, src: str) -> Any:
-    """Per mirror table: rows in it for the source vs inserts - deletes in row_changes."""
+def build_mirrors(spark: Any, settings: Settings, read: Any) -> Any:
+    """Per mirror table: rows in it for the source vs inserts - deletes in row_changes (of
+    the whole lake, not only the run's files: it needs nothing of the stream, and is
+    computed beside it)."""
     from pyspark.sql import functions as F
 
+    from ..lake.tables import ROW_CHANGES
     from ..lake.typed_plan import table_names
 
+    rc = read(ROW_CHANGES)
     schema = "table STRING, expected STRING, actual STRING"
     if rc is None:
         return local_frame(spark, [], schema)

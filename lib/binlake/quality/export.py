@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .suite import FAMILIES, checks
+from .names import FAMILIES
+from .suite import checks
 
 
 def family_suites() -> dict[str, dict[str, Any]]:

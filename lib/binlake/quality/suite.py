@@ -24,12 +24,7 @@ from typing import Any
 
 import great_expectations.expectations as gxe
 
-ERROR = "error"
-WARNING = "warning"
-FAMILIES = ("grammar", "positions", "integrity", "gtid", "transaction_length", "xa",
-            "reconciliation")
-STREAM_DATASETS = ("events", "files", "groups", "findings", "gtids")
-LAKE_DATASETS = ("reconciliation", "mirrors")
+from .names import ERROR, WARNING
 
 
 @dataclass(frozen=True)
