@@ -95,14 +95,34 @@ def test_fold_equals_replay(seed: int) -> None:
     assert _mirror_of(folded) == _replay(changes)
 
 
+def _model_part(v: Any, k: int) -> int:
+    """The part of a first key value, as fold.part_of documents it (an independent model):
+    an integer modulo k, a text's UTF-8 byte sum modulo k, NULL in part 0."""
+    if v is None:
+        return 0
+    if isinstance(v, str):
+        v = v.encode()
+    if isinstance(v, bytes):
+        return sum(v) % k
+    return int(v) % k
+
+
+@pytest.mark.parametrize("first", ["int", "text"])
 @pytest.mark.parametrize("seed", range(30))
-def test_fold_in_parts_equals_the_whole_fold(seed: int, tmp_path: Path) -> None:
-    """A delta folded in k parts by the first key column modulo k (fold.FoldSpec.part),
-    each task reading every staged file: the parts together are the whole fold, row for
-    row (the old keys' deletes included), and no key is in two parts; keys move between
-    parts (negative and NULL first key values too)."""
+def test_fold_in_parts_equals_the_whole_fold(seed: int, first: str, tmp_path: Path) -> None:
+    """A delta folded in k parts by the first key column (fold.FoldSpec.part: an integer
+    modulo k, a text's byte sum modulo k), each task reading every staged file: the parts
+    together are the whole fold, row for row (the old keys' deletes included), and no key
+    is in two parts; keys move between parts (negative, NULL and non-ASCII first key values
+    too)."""
     rng = random.Random(seed)
     changes = _random_changes(rng, rng.randint(1, 80), keys_a=(-7, -2, 0, 1, 2, 3, 5, 8, None))
+    if first == "text":  # more text keys than the two of _random_changes, some non-ASCII
+        texts = ["x", "y", "", "zz", "\u00e9t\u00e9", "order-17", "k" * 40, None]
+        for c in changes:
+            c["b"] = rng.choice(texts)
+            if c["_op"] == "update":
+                c[OLDS[1]] = c["b"] if rng.random() < 0.6 else rng.choice(texts)
     t = _table(changes)
     paths = []
     cut = sorted(rng.sample(range(t.num_rows + 1), 2))
@@ -111,8 +131,8 @@ def test_fold_in_parts_equals_the_whole_fold(seed: int, tmp_path: Path) -> None:
         piece = t.slice(lo, hi - lo)
         pq.write_table(piece.rename_columns(stage_columns(t.column_names)), path)
         paths.append(str(path))
-    spec = FoldSpec(tuple(paths), tuple(t.column_names), ("a", "b"), OLDS, ("a", "b", "v"),
-                    None)
+    pk, olds = (("a", "b"), OLDS) if first == "int" else (("b", "a"), OLDS[::-1])
+    spec = FoldSpec(tuple(paths), tuple(t.column_names), pk, olds, ("a", "b", "v"), None)
 
     def rows(table: pa.Table) -> list[tuple[Any, ...]]:
         return sorted(tuple(map(repr, r.values())) for r in table.to_pylist())
@@ -125,23 +145,83 @@ def test_fold_in_parts_equals_the_whole_fold(seed: int, tmp_path: Path) -> None:
         assert len(keys) == len(set(keys)), "a key in two parts"
         assert rows(pa.concat_tables(got)) == rows(whole), k
         for i, g in enumerate(got):
-            assert all((a or 0) % k == i for a in g.column("a").to_pylist())
+            assert all(_model_part(v, k) == i for v in g.column(pk[0]).to_pylist())
 
 
-@pytest.mark.parametrize(("rows", "nbytes", "int_key", "cores", "want"), [
+@pytest.mark.parametrize(("typ", "values"), [
+    (pa.int64(), [-9, -1, 0, 1, 7, None, 2**40 + 3]),
+    (pa.int32(), [-9, 3, None, 5]),
+    (pa.uint64(), [0, 2**64 - 1, None, 12]),
+    (pa.string(), ["", "a", "\u00e9", None, "order-000123", "x" * 300]),
+    (pa.large_string(), ["", "a", "\u00e9", None, "order-000123"]),
+    (pa.binary(), [b"", b"\xff\x00", None, b"abc"]),
+])
+def test_part_of_is_the_same_in_every_file(typ: pa.DataType, values: list[Any]) -> None:
+    """fold.part_of against the model (_model_part), for a plain array, a slice of a
+    longer one and a chunked array split anywhere: a key's part may not depend on how a
+    staged file holds it."""
+    from binlake.lake.fold import part_of
+
+    for k in (2, 3, 8):
+        want = [_model_part(v, k) for v in values]
+        arr = pa.array(values, typ)
+        assert part_of(arr, k).tolist() == want
+        padded = pa.array([values[0], *values, values[-1]], typ)
+        assert part_of(padded.slice(1, len(values)), k).tolist() == want
+        for cut in range(len(values) + 1):
+            chunked = pa.chunked_array([arr.slice(0, cut), arr.slice(cut)], typ)
+            assert part_of(chunked, k).tolist() == want
+
+
+def test_part_of_dates_and_times_and_other_types() -> None:
+    """Dates and timestamps are parted by their number (days, microseconds since the epoch);
+    a key type with no parts (decimal) is refused."""
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    from binlake.lake.fold import part_of
+
+    days = [date(2026, 1, 1), date(1969, 12, 31), None]
+    assert part_of(pa.array(days, pa.date32()), 7).tolist() == [
+        (d - date(1970, 1, 1)).days % 7 if d else 0 for d in days]
+    ts = [datetime(2026, 1, 1, 0, 0, 0, 5, tzinfo=UTC), None]
+    assert part_of(pa.array(ts, pa.timestamp("us", tz="UTC")), 5).tolist() == [
+        (int(ts[0].timestamp()) * 1_000_000 + 5) % 5, 0]
+    with pytest.raises(TypeError):
+        part_of(pa.array([Decimal("1.5")], pa.decimal128(5, 1)), 2)
+
+
+def test_text_keys_spread_over_the_parts() -> None:
+    """Usual text keys (UUIDs, a prefix and a number) fall about evenly into the parts: each
+    of 4 parts gets at least a fifth of 20,000 keys (a part is a task's memory)."""
+    import uuid
+
+    import numpy as np
+
+    from binlake.lake.fold import part_of
+
+    rng = random.Random(7)
+    for keys in ([str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(20_000)],
+                 [f"customer-{n:08d}" for n in range(20_000)],
+                 [f"user{n}@example.com" for n in range(20_000)]):
+        counts = np.bincount(part_of(pa.array(keys), 4), minlength=4).tolist()
+        assert min(counts) >= 20_000 // 5, (keys[:2], counts)
+
+
+@pytest.mark.parametrize(("rows", "nbytes", "part_key", "cores", "want"), [
     (10, 10, True, 2, 1),  # within the bounds: one task
     (10, 10, False, 2, 1),
     (FOLD_MAX_ROWS + 1, 10, True, 1, 2),  # just over: two parts
     (FOLD_MAX_ROWS + 1, 10, True, 4, 4),  # a part per core
-    (FOLD_MAX_ROWS + 1, 10, False, 2, None),  # not an integer key: Spark
+    (FOLD_MAX_ROWS + 1, 10, False, 2, None),  # a key with no parts: Spark
     (3 * FOLD_MAX_ROWS, 10, True, 2, 3),
     (10, 3 * FOLD_MAX_BYTES + 1, True, 2, 4),  # the byte bound counts too
     (FOLD_MAX_PARTS * FOLD_MAX_ROWS + 1, 10, True, 2, None),  # too many parts: Spark
     (FOLD_MAX_ROWS + 1, 10, True, 64, FOLD_MAX_PARTS),
 ])
-def test_fold_parts(rows: int, nbytes: int, int_key: bool, cores: int,
+def test_fold_parts(rows: int, nbytes: int, part_key: bool, cores: int,
                     want: int | None) -> None:
-    assert fold_parts(rows, nbytes, int_key, cores) == want
+    assert fold_parts(rows, nbytes, part_key, cores) == want
 
 
 def test_key_move_deletes_the_old_key() -> None:
@@ -207,3 +287,26 @@ def test_clean_staging_removes_stale_runs_only(tmp_path: Path) -> None:
     assert sorted(p.name for p in parent.iterdir()) == ["live"]
     clean_staging(str(live.parent), now=now)
     assert not parent.exists()
+
+
+def test_part_keys_of_typed_tables() -> None:
+    """The typed tables whose big deltas are folded in parts (typed._part_key): a first key
+    column of a type fold.part_of takes; a DECIMAL key (BIGINT UNSIGNED) or no key is
+    Spark's fold."""
+    from pyspark.sql.types import (
+        DecimalType,
+        IntegerType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    from binlake.lake.typed import _part_key
+
+    struct = StructType([StructField("id", IntegerType()), StructField("code", StringType()),
+                         StructField("at", TimestampType()),
+                         StructField("big", DecimalType(20, 0))])
+    assert _part_key(struct, ["id"]) and _part_key(struct, ["code", "id"])
+    assert _part_key(struct, ["at"])
+    assert not _part_key(struct, ["big", "id"]) and not _part_key(struct, [])

@@ -1,8 +1,8 @@
 """A mirror's staged delta folded by executor tasks (Arrow, in memory): the latest change per
 primary key (:func:`fold_delta`) and the task that folds one mirror's delta, or one part of
 its keys (:func:`fold_mirror`).  One task folds a delta within the limits (``FOLD_MAX_ROWS``,
-``FOLD_MAX_BYTES``); a bigger one with an integer first key column is cut into parts by that
-column's value modulo the number of parts, each part folded by a task of its own
+``FOLD_MAX_BYTES``); a bigger one is cut into parts by its first key column (an integer,
+text, binary or temporal column: :func:`part_of`), each part folded by a task of its own
 (:func:`fold_parts`); beyond ``FOLD_MAX_PARTS`` parts, or with another key, Spark folds it.
 """
 
@@ -29,16 +29,16 @@ FOLD_MAX_BYTES = 128 << 20
 FOLD_MAX_PARTS = 8
 
 
-def fold_parts(rows: int, nbytes: int, int_key: bool, cores: int) -> int | None:
+def fold_parts(rows: int, nbytes: int, part_key: bool, cores: int) -> int | None:
     """How many executor tasks fold a staged delta of ``rows`` rows in ``nbytes`` bytes of
     files: 1 within ``FOLD_MAX_ROWS`` and ``FOLD_MAX_BYTES``; beyond, enough parts for each
-    to be within them and at least one per core (``cores``), when the key's first column is
-    an integer (``int_key``: the parts are its values modulo their number) and at most
+    to be within them and at least one per core (``cores``), when the key's first column
+    can be cut into parts (``part_key``: a type :func:`part_of` takes) and at most
     ``FOLD_MAX_PARTS`` are needed; None: Spark folds it."""
     need = max(1, -(-rows // FOLD_MAX_ROWS), -(-nbytes // FOLD_MAX_BYTES))
     if need == 1:
         return 1
-    if not int_key or need > FOLD_MAX_PARTS:
+    if not part_key or need > FOLD_MAX_PARTS:
         return None
     return min(max(need, cores), FOLD_MAX_PARTS)
 
@@ -48,8 +48,8 @@ class FoldSpec:
     """What :func:`fold_mirror` needs: the staged delta files of one table (positional
     columns, see :func:`stage_columns`) and their column ``names``; the mirror's key columns
     ``pk`` (the old key of an update in ``olds``) and value columns ``typed``; ``blocked``:
-    the first change not to apply (None: all); ``part``: (i, k), the keys whose first column
-    is i modulo k (an integer column; NULL in part 0), (0, 1) every key.  ``mirror`` (a key of ``sink.tables``) set:
+    the first change not to apply (None: all); ``part``: (i, k), the keys whose first column's
+    value is in part i of k (:func:`part_of`; NULL in part 0), (0, 1) every key.  ``mirror`` (a key of ``sink.tables``) set:
     the folded rows are written as that mirror's data files (a mirror created by this run,
     empty); otherwise the folded delta is written to ``out`` for the MERGE."""
 
@@ -174,11 +174,53 @@ def fold_staged(spec: FoldSpec) -> Any:
 
 
 def _in_part(column: Any, i: int, k: int) -> Any:
-    """Mask of the values of an integer ``column`` in part ``i`` of ``k``: the value modulo
-    ``k`` is ``i`` (NULL: part 0)."""
+    """Mask of the values of ``column`` in part ``i`` of ``k`` (:func:`part_of`)."""
+    import pyarrow as pa
+
+    return pa.array(part_of(column, k) == i)
+
+
+# the rows of a text column whose bytes are summed at once (part_of): a block's running sum
+# is 8 bytes per byte of text
+_SUM_ROWS = 1 << 14
+
+
+def part_of(column: Any, k: int) -> Any:
+    """Each value's part of ``k`` (a numpy array, 0 <= part < k) for an Arrow array or
+    chunked array: an integer's value modulo ``k``; a date, time or timestamp's number (days,
+    units since midnight or the epoch) modulo ``k``; a text or binary value's byte sum
+    modulo ``k`` (whatever the chunks, slices or string type: a key's part is the same in
+    every staged file).  NULL is in part 0.  Raises TypeError for another type."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = pc.fill_null(column, 0).to_numpy()
-    return pa.array(np.remainder(values, k) == i)
+    t = column.type
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        column = column.cast(pa.int32() if pa.types.is_date32(t) or t == pa.time32("s")
+                             or t == pa.time32("ms") else pa.int64())
+        t = column.type
+    if pa.types.is_integer(t):
+        return np.remainder(pc.fill_null(column, 0).to_numpy(), k)
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)):
+        raise TypeError(f"no parts of a {t} column")
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out = [np.zeros(0, dtype=np.int64)]
+    for chunk in chunks:
+        b = chunk.cast(pa.large_binary())
+        n = len(b)
+        bufs = b.buffers()
+        offs = np.frombuffer(bufs[1], dtype=np.int64)[b.offset:b.offset + n + 1]
+        data = (np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None
+                else np.zeros(0, dtype=np.uint8))
+        sums = np.zeros(n, dtype=np.int64)
+        for lo in range(0, n, _SUM_ROWS):
+            hi = min(n, lo + _SUM_ROWS)
+            first = offs[lo]
+            run = np.concatenate(([0], np.cumsum(data[first:offs[hi]], dtype=np.int64)))
+            sums[lo:hi] = run[offs[lo + 1:hi + 1] - first] - run[offs[lo:hi] - first]
+        if b.null_count:
+            sums[b.is_null().to_numpy(zero_copy_only=False)] = 0
+        out.append(np.remainder(sums, k))
+    return np.concatenate(out)

@@ -430,7 +430,7 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
     mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
     fold = None
     staged_bytes = sum(os.path.getsize(p) for p in staged)
-    parts = fold_parts(total["delta"], staged_bytes, _int_key(struct, job.pk_slots),
+    parts = fold_parts(total["delta"], staged_bytes, _part_key(struct, job.pk_slots),
                        spark.sparkContext.defaultParallelism) if staged else None
     if parts is not None and not total["partial"]:
         here = parts == 1 and total["delta"] <= DRIVER_FOLD_ROWS \
@@ -451,14 +451,26 @@ DRIVER_FOLD_ROWS = 50_000
 DRIVER_FOLD_BYTES = 8 << 20
 
 
-def _int_key(struct: Any, pk: list[str]) -> bool:
+def _part_key(struct: Any, pk: list[str]) -> bool:
     """Whether the first primary key column of a typed table (``struct``: its staged
-    columns) is an integer, which cuts a big delta's fold into parts (fold.fold_parts)."""
-    from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType
+    columns) cuts a big delta's fold into parts (fold.fold_parts, fold.part_of): an
+    integer, text, binary, date or timestamp column."""
+    from pyspark.sql.types import (
+        BinaryType,
+        ByteType,
+        DateType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+        TimestampNTZType,
+        TimestampType,
+    )
 
     fields = {f.name: f for f in struct.fields}
     return bool(pk) and pk[0] in fields and isinstance(
-        fields[pk[0]].dataType, (ByteType, ShortType, IntegerType, LongType))
+        fields[pk[0]].dataType, (ByteType, ShortType, IntegerType, LongType, StringType,
+                                 BinaryType, DateType, TimestampType, TimestampNTZType))
 
 
 def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
