@@ -480,7 +480,13 @@ def _validate_json(argv: Sequence[str]) -> int:
     quality: Any = importlib.import_module("binlake.quality.run")
     # Great Expectations takes seconds to import (about 4 here): imported while the JVM
     # starts and the datasets are computed; validate imports the suite (and waits for this
-    # import, Python's import lock) only when it runs the expectations
+    # import, Python's import lock) only when it runs the expectations.  The packages both
+    # sides import are imported here first (half a second): two threads importing one
+    # package's modules at once can meet in its circular imports, which Python reports
+    # as a deadlock (ImportError) instead of waiting.
+    for shared in ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "sqlalchemy", "pydantic",
+                   "pyspark.sql", "pyspark.sql.functions"):
+        importlib.import_module(shared)
     gx = threading.Thread(target=importlib.import_module, args=("binlake.quality.suite",),
                           daemon=True)
     gx.start()
