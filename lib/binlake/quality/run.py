@@ -270,38 +270,38 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
     with ThreadPoolExecutor(max_workers=1) as beside:
         # the mirrors' counts (a Spark job and driver reads, nothing of the stream) while
         # the stream's datasets are planned: both mostly wait on the JVM
-        mirrors_f = beside.submit(D.build_mirrors, spark, settings, read) if read else None
+        mirrors_f = (beside.submit(D.build_mirrors, spark, settings, read)
+                     if read is not None else None)
         if read is not None:
             lake_groups = D.lake_pending_groups(spark, settings, min(f.seq for f in files),
                                                 {f.name for f in files}, read)
         stream = D.build_stream(spark, settings, files, lake_groups=lake_groups, read=read)
-        mirrors = mirrors_f.result() if mirrors_f is not None else None
-    log.info("validate: stream facts of %d file(s) from the lake, %d read again",
-             len(stream.notes["integrity.events_decode"]["facts_from_load"]),
-             len(stream.notes["integrity.events_decode"]["read_again"]))
-    try:
-        frames = stream.frames()
-        notes = dict(stream.notes)
-        if read is not None:
-            recon, lake_notes = D.build_reconciliation(spark, settings, stream, read)
-            frames.update(reconciliation=recon, mirrors=mirrors)
-            notes.update(lake_notes)
-        t1 = time.time()
-        with ThreadPoolExecutor(max_workers=4) as pool:  # small jobs: keep the cores busy
-            frames = dict(zip(frames, pool.map(_pin, frames.values())))
-        log.info("validate: datasets computed in %.1f s", time.time() - t1)
-        # The suite (Great Expectations: seconds of imports) only now: a caller may be
-        # importing it meanwhile (python -m binlake.orchestrate validate-json), while the
-        # datasets above are computed, mostly in the JVM.
-        from .suite import checks
+        log.info("validate: stream facts of %d file(s) from the lake, %d read again",
+                 len(stream.notes["integrity.events_decode"]["facts_from_load"]),
+                 len(stream.notes["integrity.events_decode"]["read_again"]))
+        try:
+            frames = stream.frames()
+            notes = dict(stream.notes)
+            if read is not None and mirrors_f is not None:
+                recon, lake_notes = D.build_reconciliation(spark, settings, stream, read)
+                frames.update(reconciliation=recon, mirrors=mirrors_f.result())
+                notes.update(lake_notes)
+            t1 = time.time()
+            with ThreadPoolExecutor(max_workers=4) as pool:  # small jobs: keep cores busy
+                frames = dict(zip(frames, pool.map(_pin, frames.values())))
+            log.info("validate: datasets computed in %.1f s", time.time() - t1)
+            # The suite (Great Expectations: seconds of imports) only now: a caller may be
+            # importing it meanwhile (python -m binlake.orchestrate validate-json), while
+            # the datasets above are computed, mostly in the JVM.
+            from .suite import checks
 
-        selected = [c for c in checks(xa_max_age=settings.xa_max_age)
-                    if lake or c.family != "reconciliation"]
-        run_name = f"{run_id}-{uuid.uuid4().hex[:4]}"
-        report.results, report.data_docs = run_suites(
-            spark, frames, selected, data_docs_dir(settings), notes, run_name)
-    finally:
-        stream.records.unpersist()
+            selected = [c for c in checks(xa_max_age=settings.xa_max_age)
+                        if lake or c.family != "reconciliation"]
+            run_name = f"{run_id}-{uuid.uuid4().hex[:4]}"
+            report.results, report.data_docs = run_suites(
+                spark, frames, selected, data_docs_dir(settings), notes, run_name)
+        finally:
+            stream.records.unpersist()
     if write:
         write_results(spark, settings, report)
     report.seconds = time.time() - t0
