@@ -850,6 +850,68 @@ def test_deltas_over_the_fold_bound_in_parts(
 
 @pytest.mark.integration
 @pytest.mark.spark
+def test_text_keyed_deltas_folded_in_parts(
+        spark: Any, mariadb_template: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table keyed by text (VARCHAR, utf8mb4: non-ASCII and empty keys among them) on a
+    real MariaDB server, with a row bound of 1: each load's delta is folded by several
+    executor tasks, each keeping the keys whose byte sum falls in its part (fold.part_of):
+    a first load's appended parts, then MERGEs into the mirror, with UPDATEs that move keys
+    (across parts) and DELETEs.  The mirror holds the server's rows."""
+    import shutil
+
+    from binlake.lake import fold
+
+    base = tmp_path_factory.mktemp("textkey-srv")
+    srv = start_server(base, mariadb_template)
+    try:
+        with srv.connect() as conn, conn.cursor() as cur:
+            cur.execute("CREATE DATABASE tk")
+            cur.execute("CREATE TABLE tk.codes (code VARCHAR(40) NOT NULL PRIMARY KEY, v INT) "
+                        "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+            for n in range(60):
+                cur.execute("INSERT INTO tk.codes VALUES (%s, %s)", (f"c-{n:03d}", n))
+            cur.execute("INSERT INTO tk.codes VALUES ('\u00e9t\u00e9', -1), ('', -2)")
+            srv.flush_binary_logs()
+            for n in range(0, 60, 3):
+                cur.execute("UPDATE tk.codes SET v = v + 100 WHERE code = %s", (f"c-{n:03d}",))
+            for n in range(1, 60, 7):
+                cur.execute("UPDATE tk.codes SET code = %s WHERE code = %s",
+                            (f"moved-{n}", f"c-{n:03d}"))
+            for n in range(2, 60, 11):
+                cur.execute("DELETE FROM tk.codes WHERE code = %s", (f"c-{n:03d}",))
+            cur.execute("UPDATE tk.codes SET code = '\u00c9T\u00c9-2', v = 7 "
+                        "WHERE code = '\u00e9t\u00e9'")
+            srv.flush_binary_logs()
+            cur.execute("SELECT code, v FROM tk.codes")
+            want = sorted(cur.fetchall())
+        out = base / "binlogs"
+        out.mkdir()
+        files = []
+        for f in srv.closed_binlog_files():
+            shutil.copy(f, out / f.name)
+            files.append(str(out / f.name))
+    finally:
+        srv.stop(timeout=30)
+    assert len(files) == 2 and len(want) > 50
+    monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
+    monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
+    monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
+    settings = _new_lake(tmp_path_factory, "typed-lake-text", "typed_t")
+    reports: list[dict[str, Any]] = []
+    _load(spark, settings, files[:1], reports)
+    _load(spark, settings, files[1:], reports)
+    assert len(reports) == 2
+    for rep in reports:  # (folded in parts, not by Spark's window)
+        fold_ = rep["tables"]["tk.codes"].get("mirror_fold") or ""
+        assert fold_.startswith("executor:") and int(fold_.split(":")[1]) >= 2, rep
+    mirror = settings.table(table_names("tk", "codes")[1])
+    got = sorted((r["code"], r["v"]) for r in spark.sql(f"SELECT code, v FROM {mirror}").collect())
+    assert got == want
+
+
+@pytest.mark.integration
+@pytest.mark.spark
 def test_small_flushes_same_tables(spark: Any, lake: dict[str, Any], world: dict[str, Any],
                                    tmp_path_factory: pytest.TempPathFactory) -> None:
     """Decode tasks that write their records after every event that gave some
