@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..lake.worker import tune_worker
+
 if TYPE_CHECKING:
     from .run import ValidationReport
 
 __all__ = ["ValidationReport", "validate"]
+
+tune_worker()  # in a Spark Python worker (the fact tasks): binlake.lake.worker
 
 
 def validate(spark: Any, settings: Any, sources: list[str], *, run_id: str,
