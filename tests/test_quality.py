@@ -395,18 +395,52 @@ def test_load_facts_give_the_verdicts_of_reading_again(spark: Any, damage: bool,
     assert summary.ranges >= 4
     assert bool(summary.failed) == damage
     from_lake = run(spark, settings, [d], lake=True, run_id="from-lake")
-    again = run(spark, settings, [d], lake=False, run_id="read-again")
+    # read again whole (ranges bigger than the file), and in ranges of 64 KB on both cores
+    whole = dataclasses.replace(settings, split_bytes=1 << 40)
+    again = run(spark, whole, [d], lake=False, run_id="read-again")
+    ranged = run(spark, settings, [d], lake=False, run_id="read-again-ranged")
     notes = next(r for r in from_lake.results
                  if r["expectation"] == "integrity.events_decode")["details"]
     assert notes["facts_from_load"] == [src.name] and notes["read_again"] == []
     notes = next(r for r in again.results
                  if r["expectation"] == "integrity.events_decode")["details"]
     assert notes["facts_from_load"] == [] and notes["read_again"] == [src.name]
+    assert notes["read_in_ranges"] == {}
     assert notes["events"] > 7000
-    assert _stream_results(from_lake) == _stream_results(again)
+    cut = next(r for r in ranged.results
+               if r["expectation"] == "integrity.events_decode")["details"]
+    assert cut["read_again"] == [src.name] and cut["read_in_ranges"][src.name] >= 4, cut
+    assert cut["events"] == notes["events"]
+    assert _stream_results(from_lake) == _stream_results(again) == _stream_results(ranged)
     assert (not from_lake.success) == damage
     if damage:  # (the file has no CRC32s: the flipped byte breaks an event's body)
         assert "integrity.events_decode" in failed(from_lake)
+
+
+@pytest.mark.integration
+def test_relay_log_read_in_ranges_is_read_whole(spark: Any,
+                                                 tmp_path_factory: pytest.TempPathFactory
+                                                 ) -> None:
+    """A relay log big enough to be cut (MySQL's corrupt-relay-bin, 91 KB, its master's
+    positions in the headers from its second event on) is first read in two ranges, whose
+    facts cannot stand for the file (the checker stops checking positions where it turns
+    into a relay log, which the second range cannot know): it is read again whole, and the
+    verdicts are those of reading it whole at once."""
+    require_corpus()
+    base = tmp_path_factory.mktemp("gx-relay")
+    src = CORPUS / "mysql-8.0" / "std_data" / "corrupt-relay-bin.000624"
+    d = base / "binlogs"
+    d.mkdir()
+    shutil.copyfile(src, d / src.name)
+    settings = make_settings(spark, base, "relay", split_bytes=1 << 16)
+    cut = run(spark, settings, [d], lake=False, run_id="relay-ranged")
+    whole = run(spark, dataclasses.replace(settings, split_bytes=1 << 40), [d], lake=False,
+                run_id="relay-whole")
+    notes = next(r for r in cut.results
+                 if r["expectation"] == "integrity.events_decode")["details"]
+    assert notes["read_again"] == [src.name] and notes["read_in_ranges"] == {}, notes
+    assert notes["events"] == 874
+    assert _stream_results(cut) == _stream_results(whole)
 
 
 @pytest.mark.integration
@@ -431,7 +465,8 @@ def test_facts_partly_from_the_lake(spark: Any, tmp_path_factory: pytest.TempPat
     assert summary.ranges >= 4 and not summary.failed
     # the lake's files rows name the first file under the same name as in ``both``
     mixed = run(spark, settings, [both], lake=True, run_id="partly-lake")
-    again = run(spark, settings, [both], lake=False, run_id="partly-again")
+    again = run(spark, dataclasses.replace(settings, split_bytes=1 << 40), [both], lake=False,
+                run_id="partly-again")  # (both read whole)
     notes = next(r for r in mixed.results
                  if r["expectation"] == "integrity.events_decode")["details"]
     assert notes["facts_from_load"] == [first] and notes["read_again"] == [second], notes

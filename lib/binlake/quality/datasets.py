@@ -2,8 +2,8 @@
 
 The stream facts (:mod:`binlake.txn.streamfacts`) come from the lake's ``stream_facts`` table,
 where the load that landed each file left them (gathered in its own decode pass, range by
-range), and for files it holds none of, from one executor task per file that reads it
-(:mod:`.facts`).  They stay in Spark; the driver only collects the range rows (a few per
+range), and for files it holds none of, from executor tasks that read them again
+(:mod:`.facts`): one per file, or one per range of a big file (:mod:`.reread`).  They stay in Spark; the driver only collects the range rows (a few per
 file) to make the ``files`` rows, the GTID header each file should have (which needs the
 interval sets of the files before it, in order) and the position findings between ranges.
 """
@@ -18,12 +18,12 @@ import orjson
 
 from ..config import Settings
 from ..lake.spark import local_frame
-from ..lake.survey import engine_seeds
 from ..txn.files import BinlogFile
 from ..txn.gtidset import IntervalSet
 from ..txn.streamfacts import op_counts
 from ..txn.xa import load_pending
 from . import facts as X
+from . import reread
 
 
 @dataclass
@@ -185,8 +185,9 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
                  lake_groups: list[tuple[Any, ...]] | None = None,
                  read: Any = None) -> StreamData:
     """The datasets of the stream of ``files``: from the facts the lake holds of them (with
-    ``read``, :func:`table_reader`), and for the files it has none of, from one task per
-    file that reads it again (:func:`.facts.file_facts`)."""
+    ``read``, :func:`table_reader`), and for the files it has none of, from tasks that read
+    them again (:func:`.facts.file_facts`): one per file, or one per range of a big file
+    (:mod:`.reread`)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
@@ -196,15 +197,14 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
                                  else (None, {}, {}))
     todo = [(i, f) for i, f in enumerate(files) if f.name not in covered]
     parts = [stored] if stored is not None else []
+    plan = reread.plan(sc, settings, files, todo) if todo else reread.ReadPlan([])
+
+    def read_again(rows: list[tuple[Any, ...]]) -> Any:
+        tasks = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), X.TASK_SCHEMA)
+        return tasks.mapInArrow(X.facts_arrow, X.FACT_SCHEMA)
+
     if todo:
-        upto = todo[-1][0] + 1  # the DDL before each file read: table engines (no lake)
-        seeds = engine_seeds([f.uri for f in files[:upto]], [[0] for _ in files[:upto]])
-        task_rows = [(f.uri, f.name, f.seq, f.base, i, i == len(files) - 1,
-                      list(settings.nontransactional), [f"{n}={int(v)}" for n, v in seeds[i][0]])
-                     for i, f in todo]
-        tasks = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
-                                      X.TASK_SCHEMA)
-        parts.append(tasks.mapInArrow(X.facts_arrow, X.FACT_SCHEMA))
+        parts.append(read_again(plan.rows))
     records = parts[0]
     for p in parts[1:]:
         records = records.unionByName(p)
@@ -218,10 +218,31 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     # facts were read by lake_facts already
     metas: dict[str, list[tuple[int, dict[str, Any]]]] = {
         n: list(enumerate(ms)) for n, ms in metas_of.items()}
-    if todo:
-        for r in records.where((kind == "range") & F.col("file").isin(
-                [f.name for _, f in todo])).select("file", "range_index", "meta").collect():
+
+    def range_metas(frame: Any, names: list[str]) -> None:
+        for r in frame.where((kind == "range") & F.col("file").isin(names)).select(
+                "file", "range_index", "meta").collect():
             metas.setdefault(r["file"], []).append((r["range_index"], orjson.loads(r["meta"])))
+
+    if todo:
+        range_metas(records, [f.name for _, f in todo])
+        # a file read in ranges whose ranges cannot stand for it (a relay log): read whole
+        unusable = {n for n in plan.ranges
+                    if not X.ranges_usable([m for _, m in sorted(metas.get(n, []),
+                                                                 key=lambda x: x[0])])}
+        if unusable:
+            whole = read_again(reread.whole_rows(plan.rows, unusable)).persist(
+                StorageLevel.MEMORY_AND_DISK)
+            kept = records.where(~F.col("file").isin(sorted(unusable))).unionByName(whole)
+            kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
+            for n in unusable:
+                metas.pop(n, None)
+                plan.hashed.pop(n, None)
+                plan.ranges.pop(n, None)
+            range_metas(kept, sorted(unusable))
+            records.unpersist()
+            whole.unpersist()
+            records = kept
     file_rows: list[dict[str, Any]] = []
     derived: list[dict[str, Any]] = []
     for i, f in enumerate(files):
@@ -232,6 +253,8 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
         lake_row = covered.get(f.name)
         if lake_row is not None:
             sha, size = lake_row["sha256"], lake_row["size"]
+        elif f.name in plan.hashed:  # read in ranges: hashed by its survey
+            sha, size = plan.hashed[f.name]
         else:
             sha, size = ms[-1].get("sha256"), ms[-1].get("size")
         row = X.file_row(task, X.merge_ranges(ms), sha, size)
@@ -309,6 +332,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
             "events": checked,
             "facts_from_load": sorted(covered),
             "read_again": [f.name for _, f in todo],
+            "read_in_ranges": dict(plan.ranges),  # of those: how many ranges, if cut
             "note": ("the events dataset holds the events whose checksum or body failed; "
                      "'events' counts every event read")}}
     return StreamData(events, files_df, groups, findings, gtids, file_rows, records, notes)

@@ -1,13 +1,15 @@
-"""Executor side of validation when the lake has no facts of a file: read it once, whole.
+"""Executor side of validation when the lake has no facts of a file: read it once.
 
 Validation reads the *stream facts* of each file (:mod:`binlake.txn.streamfacts`): one row
 per range, group, GTID, xid, damaged event and kept finding.  The load gathers them in its
 own decode pass and stores them in the ``stream_facts`` table, so that a night's validation
 does not decode its files again (:mod:`.datasets` reads them).  A file the lake has no
 complete facts of (never loaded, loaded by an older binlake, failed before decoding, or
-validated with ``--no-lake``) is read here by one task: the same
-:class:`~binlake.txn.streamfacts.RangeFacts` over the whole file, fed by the same
-:class:`~binlake.txn.build.GroupBuilder`, plus the sha256 of the stored object.
+validated with ``--no-lake``) is read here: the same
+:class:`~binlake.txn.streamfacts.RangeFacts`, fed by the same
+:class:`~binlake.txn.build.GroupBuilder`, over the whole file by one task (plus the sha256
+of the stored object), or over one of its transaction-aligned byte ranges per task, as the
+load cuts a big file (:mod:`.datasets` plans them; their facts are merged as the load's are).
 
 Rows leave Python as Arrow batches (``mapInArrow``) of the facts' schema.  Cross-file and
 cross-range verdicts (GTID continuity, the file chain, XA pairing, Xids repeated in two
@@ -44,7 +46,8 @@ FILE = "file"
 GROUP = "group"
 
 TASK_SCHEMA = ("uri STRING, file STRING, seq INT, base STRING, `index` INT, newest BOOLEAN, "
-               "nontransactional ARRAY<STRING>, engines ARRAY<STRING>")
+               "nontransactional ARRAY<STRING>, engines ARRAY<STRING>, start BIGINT, "
+               "`end` BIGINT, range_index INT, last_of_file BOOLEAN")
 FACT_SCHEMA = ", ".join(f"`{n}` {t}" for n, t in FACT_FIELDS)
 
 FILE_SCHEMA = (
@@ -74,7 +77,12 @@ class FileTask:
     index: int  # the file's place in the run (server order)
     newest: bool  # the newest file of the run: it may still be written
     nontransactional: tuple[str, ...] = ()
-    engines: tuple[tuple[str, bool], ...] = ()  # table engines from DDL before this file
+    engines: tuple[tuple[str, bool], ...] = ()  # table engines from DDL before ``start``
+    # one transaction-aligned byte range [start, end) of the file, or (None) all of it
+    start: int | None = None
+    end: int | None = None
+    range_index: int = 0
+    last_of_file: bool = True  # the range ends where the file does
 
 
 # -- archive metadata -------------------------------------------------------------------------
@@ -128,16 +136,19 @@ def gtid_list_text(entries: dict[tuple[int, int], int]) -> str:
 # -- one file ---------------------------------------------------------------------------------
 
 def file_facts(task: FileTask) -> Iterator[tuple[Any, ...]]:
-    """The stream facts of one whole file (rows of FACT_FIELDS), as the load gathers them
-    range by range; its range row's meta also has the stored object's sha256 and size."""
+    """The stream facts of one file (rows of FACT_FIELDS), or of its range [task.start,
+    task.end), as the load gathers them range by range.  A whole file's range row's meta
+    also has the stored object's sha256 and size (a range's caller has them already)."""
+    ranged = task.start is not None
     rows: list[tuple[Any, ...]] = []
     builder = GroupBuilder(EngineTracker(task.nontransactional, seen_ddl=task.engines),
                            # a huge bulk load's changes wait on local disk (txn.spill)
                            spill_bytes=spill.SPILL_BYTES, spill_rows=spill.SPILL_ROWS)
     builder.begin_file(task.file, task.seq)
-    reader = BinlogReader(task.uri, name=task.file)
-    facts = S.RangeFacts(reader, task.file, task.seq, 0, last_of_file=True,
-                         newest=task.newest, emit=rows.append)
+    reader = (BinlogReader(task.uri, start=task.start, stop=task.end, name=task.file)
+              if ranged else BinlogReader(task.uri, name=task.file))
+    facts = S.RangeFacts(reader, task.file, task.seq, task.range_index,
+                         last_of_file=task.last_of_file, newest=task.newest, emit=rows.append)
     error: BinlogError | None = None
     try:
         for ev in reader:
@@ -150,9 +161,12 @@ def file_facts(task: FileTask) -> Iterator[tuple[Any, ...]]:
     except BinlogError as exc:
         error = exc
     marks = (len(builder.incomplete), len(builder.findings))
-    builder.end_file(may_be_open=task.newest, end_offset=reader.end_offset
-                     if error is None else error.offset)
+    builder.end_file(may_be_open=task.newest and task.last_of_file,
+                     end_offset=reader.end_offset if error is None else error.offset)
     facts.finish(error=error, builder=builder, marks=marks)
+    if ranged:
+        yield from rows
+        return
     last = rows.pop()  # the range row: the object's sha256 and size added
     meta = orjson.loads(last[-1])
     try:
@@ -289,7 +303,8 @@ def facts_arrow(batches: Any) -> Any:
             engines = tuple((e.rsplit("=", 1)[0], e.endswith("=1"))
                             for e in (t["engines"] or ()))
             task = FileTask(t["uri"], t["file"], t["seq"], t["base"], t["index"], t["newest"],
-                            tuple(t["nontransactional"] or ()), engines)
+                            tuple(t["nontransactional"] or ()), engines, t["start"], t["end"],
+                            t["range_index"] or 0, bool(t["last_of_file"]))
             rows: list[tuple[Any, ...]] = []
             for row in file_facts(task):
                 rows.append(row)
