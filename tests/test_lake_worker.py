@@ -113,3 +113,46 @@ def test_installed_in_the_workers_of_a_load_task(spark_lake: Any) -> None:
             .mapInArrow(probe, "installed boolean, zips long, ms double").collect())
     assert len(rows) == 6 and all(r.installed for r in rows)
     assert all(r.zips > 0 for r in rows)  # (the worker imports from Spark's zip archives)
+
+
+def test_settle_freezes_once_in_a_worker_only(spark_lake: Any) -> None:
+    """settle(): outside a worker (a task run in the driver's process) nothing is frozen; in
+    the workers of a mapInArrow job, what survives the first task is, and the objects a
+    later task makes are collected as before (they are not frozen)."""
+    import gc
+
+    import pyarrow as pa
+
+    frozen = gc.get_freeze_count()
+    assert not W.settle(collect=True) and gc.get_freeze_count() == frozen
+
+    def probe(batches: Iterator[Any]) -> Iterator[Any]:
+        import gc
+        import os
+        import weakref
+
+        from binlake.lake import worker
+
+        for _ in batches:
+            first = not worker._FROZEN
+            settled = worker.settle()
+            after = gc.get_freeze_count()
+
+            class Node:
+                pass
+
+            a, b = Node(), Node()
+            a.other, b.other = b, a  # a cycle made after the freeze
+            gone = weakref.ref(a)
+            del a, b
+            worker.settle()
+            yield pa.RecordBatch.from_pylist([{
+                "pid": os.getpid(), "first": first, "settled": settled, "frozen": after,
+                "refrozen": gc.get_freeze_count() != after, "collected": gone() is None}])
+
+    rows = (spark_lake.range(0, 6, 1, 6)
+            .mapInArrow(probe, "pid long, first boolean, settled boolean, frozen long, "
+                               "refrozen boolean, collected boolean").collect())
+    assert len(rows) == 6 and all(r.settled and r.frozen > 1000 for r in rows)
+    assert not any(r.refrozen for r in rows)  # (once per worker process)
+    assert all(r.collected for r in rows)  # a later cycle is still collected

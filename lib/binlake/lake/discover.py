@@ -15,6 +15,7 @@ from ..txn.files import BinlogFile, binlog_file, order_files
 from ..txn.split import split_file
 from .records import DdlEvent
 from .survey import survey_scan
+from .worker import settle
 
 
 def discover(sources: Iterable[str]) -> list[BinlogFile]:
@@ -80,3 +81,11 @@ def _survey(uri: str, split_bytes: int) -> dict[str, Any]:
     sha, size, recorded = _sha256(uri, tap)
     return {"sha": (sha, size, recorded), "ranges": ranges, "ddl": ddl, "layouts": layouts,
             "fde": fde}
+
+
+def survey_task(uri: str, split_bytes: int) -> dict[str, Any]:
+    """:func:`_survey` as an executor task: the worker settles after it (lake.worker)."""
+    try:
+        return _survey(uri, split_bytes)
+    finally:
+        settle()

@@ -50,6 +50,7 @@ from .records import (
 from .sink import FLUSH_BYTES, FLUSH_ROWS, DataSink
 from .survey import decode_engines
 from .transport import wide_batches
+from .worker import settle
 from .xa import decide_records
 
 _STATEMENT_EVENTS = frozenset({E.ANNOTATE_ROWS, E.ROWS_QUERY})
@@ -364,4 +365,4 @@ def decode_tasks_arrow(batches: Any, sink: DataSink, history: SchemaHistory | No
                 gc.enable()
             yield from wide_batches(records)
             del records
-            gc.collect()
+            settle(collect=True)

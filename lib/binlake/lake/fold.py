@@ -13,6 +13,7 @@ from typing import Any
 
 from .sink import DataSink, _order_beyond, data_filesystem, stage_columns
 from .typedconv import ORDER
+from .worker import settle
 
 # A mirror's staged delta is folded in one executor task (Arrow, in memory) when it has at
 # most this many rows and its staged files at most this many bytes (lz4 Parquet: a few
@@ -120,7 +121,14 @@ def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
     """Executor side: read a table's staged delta, keep the changes to apply (a known layout,
     before ``blocked``), fold them (:func:`fold_delta`) and write the result (see
     :class:`FoldSpec`).  Returns the WRITTEN records of the mirror's data files, or one
-    record naming the folded file."""
+    record naming the folded file.  A worker settles after it (lake.worker)."""
+    try:
+        return _fold_mirror(spec)
+    finally:
+        settle()
+
+
+def _fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 

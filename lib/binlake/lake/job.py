@@ -26,7 +26,7 @@ from ..txn.split import group_ranges
 from . import extract as X
 from . import schemas as S
 from .branch import on_branch
-from .discover import _survey, discover
+from .discover import _survey, discover, survey_task
 from .land import decode_and_land
 from .loaded import Loaded, _later_loaded, _loaded, engine_seed, engines_unseen
 from .lock import load_lock, lock_is_global
@@ -122,7 +122,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         else:
             surveys = dict(zip([f.name for f in everything], sc.parallelize(
                 [f.uri for f in everything], max(1, len(everything))).map(
-                partial(_survey, split_bytes=settings.split_bytes)).collect()))
+                partial(survey_task, split_bytes=settings.split_bytes)).collect()))
         loaded = loaded_f.result()
         warm_f.result()
     summary.in_driver = here

@@ -1,4 +1,4 @@
-"""Set-up of a Spark Python worker process, once, for the binlake tasks it runs.
+"""A Spark Python worker process's set-up for the binlake tasks it runs, and their ends.
 
 Spark's worker (``pyspark/worker.py``) calls ``importlib.invalidate_caches()`` before every
 task.  On Python 3.11 a ``zipimporter`` then reads its archive's whole directory again, and a
@@ -10,10 +10,20 @@ archive.  :func:`tune_worker` makes 3.11's re-read conditional: an archive is re
 only when its size or modification time changed since it was last read, which is when a
 re-read can find something new (Spark ships a changed ``--py-files`` archive under a new
 name or with a new time).
+
+PySpark's daemon also runs a full garbage collection after every task in a reused worker,
+and a decode task runs one after each range.  A full collection walks every object the
+process tracks, the modules of PySpark, pyarrow, pandas and binlake included: about 40 ms
+each in a worker that has run a decode task, twice a task.  With one range or file per task
+and many small files (200 binlogs of 1 MB: 0.28 s a decode task, 0.07 s a survey task) that
+was most of a task.  :func:`settle`, at the end of binlake's tasks, freezes what survives
+the worker's first task (``gc.freeze``: the modules and the caches), so that later
+collections walk only what the tasks made since.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import zipimport
@@ -61,4 +71,31 @@ def tune_worker(force: bool = False) -> bool:
     if not force and "pyspark.worker" not in sys.modules:
         return False
     cls.invalidate_caches = _invalidate_when_changed(cls.invalidate_caches)  # type: ignore[method-assign]
+    return True
+
+
+_FROZEN = False  # this worker froze what its first task left (settle)
+
+
+def in_worker() -> bool:
+    """Whether this process is a Spark Python worker (the driver never imports
+    ``pyspark.worker``)."""
+    return "pyspark.worker" in sys.modules
+
+
+def settle(collect: bool = False) -> bool:
+    """The end of a task, or of a decode range.  In a Spark Python worker: a full collection,
+    then, the first time, whatever survives it frozen (see the module doc): returns True.
+    Elsewhere (a task run in the driver's process): a full collection when ``collect``, and
+    False.  Objects frozen are still freed when nothing refers to them; only a reference
+    cycle among them that becomes garbage later stays (the first task's, once)."""
+    global _FROZEN
+    if not in_worker():
+        if collect:
+            gc.collect()
+        return False
+    gc.collect()
+    if not _FROZEN:
+        gc.freeze()
+        _FROZEN = True
     return True

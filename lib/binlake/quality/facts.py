@@ -30,6 +30,7 @@ import orjson
 from ..binlog.errors import BinlogError
 from ..binlog.reader import BinlogReader
 from ..binlog.source import parse_location, s3_client
+from ..lake.worker import settle
 from ..txn import spill
 from ..txn import streamfacts as S
 from ..txn.build import GroupBuilder
@@ -313,3 +314,5 @@ def facts_arrow(batches: Any) -> Any:
                     rows = []
             if rows:
                 yield batch(rows)
+            del rows
+            settle()  # (lake.worker)

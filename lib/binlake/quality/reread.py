@@ -4,7 +4,7 @@ A file is read whole by one task (:func:`.facts.file_facts`, which also hashes t
 object) unless it is bigger than ``split_bytes`` and than a core's share of the bytes to read
 (all of them over Spark's cores): whole files cannot keep every core busy then.  Such a file
 is cut as the load cuts it, so that its reading uses every core: a first job surveys the big
-files on the executors (the load's survey, ``lake.discover._survey``: transaction-aligned
+files on the executors (the load's survey, ``lake.discover.survey_task``: transaction-aligned
 fine ranges, DDL and the sha256 from one read of each), their fine ranges are joined into
 decode-sized ranges in full rounds of the cores (``txn.split.group_ranges``), and each range
 is a task with the table engines the DDL before it leaves.  The ranges' facts are merged as
@@ -23,7 +23,7 @@ from typing import Any
 from ..binlog.errors import BinlogError
 from ..binlog.source import size_of
 from ..config import Settings
-from ..lake.discover import _survey
+from ..lake.discover import survey_task
 from ..lake.records import ddl_events
 from ..lake.survey import encode_engines, seeds_from
 from ..txn.files import BinlogFile
@@ -42,7 +42,7 @@ def _survey_or_none(uri: str, split_bytes: int) -> dict[str, Any] | None:
     """The load's survey of one file, or None when it cannot be read (its whole-file task
     then reports why)."""
     try:
-        return _survey(uri, split_bytes)
+        return survey_task(uri, split_bytes)
     except (OSError, BinlogError):
         return None
 
