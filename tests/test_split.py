@@ -736,3 +736,45 @@ def test_splitting_a_file_while_the_server_appends_to_it(fresh_mariadb: Any) -> 
     finally:
         stop.set()
         t.join()
+
+
+# -- decode tasks: small ranges packed (split.pack_tasks) --------------------------------------
+
+MB = 1 << 20
+
+
+def _check_packing(sizes: list[int], slots: int, target: int) -> list[list[int]]:
+    tasks = split_mod.pack_tasks(sizes, slots, target)
+    flat = [i for t in tasks for i in t]
+    assert sorted(flat) == list(range(len(sizes)))  # every range once
+    assert all(t == sorted(t) for t in tasks)  # in order within a task
+    for t in tasks:  # a big range alone
+        assert len(t) == 1 or all(sizes[i] < target // 4 for i in t)
+    return tasks
+
+
+def test_small_ranges_packed_in_full_rounds_of_the_cores() -> None:
+    # 200 binlogs of 1 MB on two cores: tasks of about 32 MB, a multiple of two of them,
+    # the bytes spread evenly
+    tasks = _check_packing([MB] * 200, 2, 64 * MB)
+    assert len(tasks) == 8
+    assert {len(t) for t in tasks} == {25}
+    # mixed sizes: the largest first into the emptiest task, so no task holds more than the
+    # others plus one range
+    sizes = [(k % 7 + 1) * MB // 2 for k in range(60)]
+    tasks = _check_packing(sizes, 4, 64 * MB)
+    loads = [sum(sizes[i] for i in t) for t in tasks]
+    assert len(tasks) % 4 == 0 and max(loads) - min(loads) <= max(sizes)
+
+
+def test_big_ranges_keep_a_task_each() -> None:
+    # a night of big files cut in ranges of ~54 MB: as many tasks as ranges, as before
+    assert _check_packing([54 * MB] * 28, 2, 64 * MB) == [[i] for i in range(28)]
+    # big ranges alone, the small tail files of the night packed beside them
+    tasks = _check_packing([54 * MB] * 4 + [MB] * 3, 2, 64 * MB)
+    assert [t for t in tasks if len(t) == 1 and t[0] < 4] == [[0], [1], [2], [3]]
+    assert len([t for t in tasks if t[0] >= 4]) == 2
+    assert _check_packing([], 2, 64 * MB) == []
+    assert _check_packing([MB], 2, 64 * MB) == [[0]]
+    with pytest.raises(ValueError):
+        split_mod.pack_tasks([MB], 0, 64 * MB)

@@ -120,8 +120,11 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
             surveys = {f.name: _survey(f.uri, split_bytes=settings.split_bytes)
                        for f in everything}
         else:
+            # a task per file, but at most four rounds of the cores: many small files (a
+            # server that rotates often) several to a task, a task having a cost of its own
+            slices = min(len(everything), 4 * max(1, sc.defaultParallelism))
             surveys = dict(zip([f.name for f in everything], sc.parallelize(
-                [f.uri for f in everything], max(1, len(everything))).map(
+                [f.uri for f in everything], slices).map(
                 partial(survey_task, split_bytes=settings.split_bytes)).collect()))
         loaded = loaded_f.result()
         warm_f.result()

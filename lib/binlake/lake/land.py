@@ -31,6 +31,7 @@ import orjson
 from ..config import Settings
 from ..txn.files import BinlogFile, binlog_file
 from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, XaXid
+from ..txn.split import pack_tasks
 from . import extract as X
 from . import schemas as S
 from .alters import apply_alters
@@ -163,8 +164,11 @@ def decode(spark: Any, settings: Settings, run_id: str, tasks: list[X.RangeTask]
         small, preps = _decode_here(task_rows, sink, run_history)
         phase("decode")
         return Decoded(sink, small, preps)
-    tasks_df = spark.createDataFrame(sc.parallelize(task_rows, max(1, len(task_rows))),
-                                     TASK_SCHEMA)
+    # small ranges (small binlogs) several to a task: a task has a fixed cost of its own
+    packed = [[task_rows[i] for i in group] for group in pack_tasks(
+        [t.end - t.start for t in tasks], sc.defaultParallelism, settings.split_bytes)]
+    tasks_df = spark.createDataFrame(
+        sc.parallelize(packed, max(1, len(packed))).flatMap(lambda group: group), TASK_SCHEMA)
     records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink,
                                           history=run_history.history), WIDE_SCHEMA)
     # Decoded once, read twice (the small facts, the XA prepares): cached, in memory

@@ -199,12 +199,13 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     parts = [stored] if stored is not None else []
     plan = reread.plan(sc, settings, files, todo) if todo else reread.ReadPlan([])
 
-    def read_again(rows: list[tuple[Any, ...]]) -> Any:
-        tasks = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), X.TASK_SCHEMA)
+    def read_again(groups: list[list[tuple[Any, ...]]]) -> Any:  # task rows, per task
+        tasks = spark.createDataFrame(sc.parallelize(groups, max(1, len(groups))).flatMap(
+            lambda group: group), X.TASK_SCHEMA)
         return tasks.mapInArrow(X.facts_arrow, X.FACT_SCHEMA)
 
     if todo:
-        parts.append(read_again(plan.rows))
+        parts.append(read_again([[plan.rows[i] for i in t] for t in plan.tasks]))
     records = parts[0]
     for p in parts[1:]:
         records = records.unionByName(p)
@@ -231,7 +232,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
                     if not X.ranges_usable([m for _, m in sorted(metas.get(n, []),
                                                                  key=lambda x: x[0])])}
         if unusable:
-            whole = read_again(reread.whole_rows(plan.rows, unusable)).persist(
+            whole = read_again([[r] for r in reread.whole_rows(plan.rows, unusable)]).persist(
                 StorageLevel.MEMORY_AND_DISK)
             kept = records.where(~F.col("file").isin(sorted(unusable))).unionByName(whole)
             kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
