@@ -477,3 +477,12 @@ def test_facts_partly_from_the_lake(spark: Any, tmp_path_factory: pytest.TempPat
     assert _stream_results(mixed) == _stream_results(again)
     # (the second file repeats the first one's GTIDs: the checks do see both files)
     assert "gtid.no_duplicates" in failed(again), failed(again)
+    # the second file loaded by a run of its own: both files' facts from the lake, each of
+    # the run that loaded it, with the verdicts of reading both again
+    assert not run_load(spark, settings, [str(both / second)], run_id="partly-2").failed
+    two = run(spark, settings, [both], lake=True, run_id="partly-lake-2")
+    notes = next(r for r in two.results
+                 if r["expectation"] == "integrity.events_decode")["details"]
+    assert notes["facts_from_load"] == [first, second] and notes["read_again"] == [], notes
+    assert notes["events"] == counted
+    assert _stream_results(two) == _stream_results(again)
