@@ -46,6 +46,7 @@ from binlake.lake.typed_plan import (
     widen,
 )
 
+from .binlog_files import copy_files
 from .servers import start_server
 
 TIMINGS: dict[str, float] = {}
@@ -416,9 +417,6 @@ def _server_state(srv: Any) -> tuple[dict[str, list[dict[str, Any]]], dict[str, 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> dict[str, Any]:
     """Run the workload; the closed binlog files (copied) and the server's final state."""
-    import shutil
-
-
     t0 = time.monotonic()
     base = tmp_path_factory.mktemp("typed-srv")
     srv = start_server(base, mariadb_template)
@@ -441,12 +439,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, mariadb_template: Path) -> d
                 cur.execute(sql)
             srv.flush_binary_logs()
         state, columns = _server_state(srv)
-        out = base / "binlogs"
-        out.mkdir()
-        files = []
-        for f in srv.closed_binlog_files():
-            shutil.copy(f, out / f.name)
-            files.append(str(out / f.name))
+        files = [str(p) for p in copy_files(srv.closed_binlog_files(), base / "binlogs")]
     finally:
         srv.stop(timeout=30)
     assert len(files) == 4
@@ -858,8 +851,6 @@ def test_text_keyed_deltas_folded_in_parts(
     executor tasks, each keeping the keys whose byte sum falls in its part (fold.part_of):
     a first load's appended parts, then MERGEs into the mirror, with UPDATEs that move keys
     (across parts) and DELETEs.  The mirror holds the server's rows."""
-    import shutil
-
     from binlake.lake import fold
 
     base = tmp_path_factory.mktemp("textkey-srv")
@@ -885,12 +876,7 @@ def test_text_keyed_deltas_folded_in_parts(
             srv.flush_binary_logs()
             cur.execute("SELECT code, v FROM tk.codes")
             want = sorted(cur.fetchall())
-        out = base / "binlogs"
-        out.mkdir()
-        files = []
-        for f in srv.closed_binlog_files():
-            shutil.copy(f, out / f.name)
-            files.append(str(out / f.name))
+        files = [str(p) for p in copy_files(srv.closed_binlog_files(), base / "binlogs")]
     finally:
         srv.stop(timeout=30)
     assert len(files) == 2 and len(want) > 50
