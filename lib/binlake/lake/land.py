@@ -41,7 +41,7 @@ from .lifecycle import apply_lifecycle, last_points
 from .nopk import fill_nopk_mirrors
 from .records import FINDING, RANGE, XA_END, XA_LOCAL, XA_PREPARE
 from .sink import TYPED, WRITTEN, DataSink
-from .spark import local_frame
+from .spark import local_frame, task_frame
 from .summary import LoadSummary
 from .survey import EngineState, encode_engines
 from .tables import (
@@ -167,8 +167,7 @@ def decode(spark: Any, settings: Settings, run_id: str, tasks: list[X.RangeTask]
     # small ranges (small binlogs) several to a task: a task has a fixed cost of its own
     packed = [[task_rows[i] for i in group] for group in pack_tasks(
         [t.end - t.start for t in tasks], sc.defaultParallelism, settings.split_bytes)]
-    tasks_df = spark.createDataFrame(
-        sc.parallelize(packed, max(1, len(packed))).flatMap(lambda group: group), TASK_SCHEMA)
+    tasks_df = task_frame(spark, packed, TASK_SCHEMA)
     records = tasks_df.mapInArrow(partial(X.decode_tasks_arrow, sink=sink,
                                           history=run_history.history), WIDE_SCHEMA)
     # Decoded once, read twice (the small facts, the XA prepares): cached, in memory

@@ -358,6 +358,16 @@ def pyiceberg_catalog(settings: Settings) -> Any:
     return load_catalog(settings.catalog_name, **props)
 
 
+# -- task rows -------------------------------------------------------------------------------
+
+def task_frame(spark: Any, tasks: list[list[tuple[Any, ...]]], schema: str) -> Any:
+    """Executor task rows as a DataFrame of one partition per task: ``tasks`` holds each
+    task's rows (tuples in ``schema``'s order), which a ``mapInArrow`` over the frame then
+    runs one after the other in that task (``txn.split.pack_tasks`` makes such lists)."""
+    rdd = spark.sparkContext.parallelize(tasks, max(1, len(tasks)))
+    return spark.createDataFrame(rdd.flatMap(lambda rows: rows), schema)
+
+
 # -- small driver-side tables ----------------------------------------------------------------
 
 def local_frame(spark: Any, rows: list[tuple[Any, ...]], schema: str) -> Any:

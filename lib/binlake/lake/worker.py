@@ -68,7 +68,7 @@ def tune_worker(force: bool = False) -> bool:
         return True
     if sys.version_info >= (3, 12):
         return False
-    if not force and "pyspark.worker" not in sys.modules:
+    if not force and not in_worker():
         return False
     cls.invalidate_caches = _invalidate_when_changed(cls.invalidate_caches)  # type: ignore[method-assign]
     return True

@@ -3,9 +3,10 @@
 The stream facts (:mod:`binlake.txn.streamfacts`) come from the lake's ``stream_facts`` table,
 where the load that landed each file left them (gathered in its own decode pass, range by
 range), and for files it holds none of, from executor tasks that read them again
-(:mod:`.facts`): one per file, or one per range of a big file (:mod:`.reread`).  They stay in Spark; the driver only collects the range rows (a few per
-file) to make the ``files`` rows, the GTID header each file should have (which needs the
-interval sets of the files before it, in order) and the position findings between ranges.
+(:mod:`.facts`): one per file, or one per range of a big file (:mod:`.reread`).  They
+stay in Spark; the driver only collects the range rows (a few per file) to make the
+``files`` rows, the GTID header each file should have (which needs the interval sets of the
+files before it, in order) and the position findings between ranges.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import orjson
 
 from ..config import Settings
-from ..lake.spark import local_frame
+from ..lake.spark import local_frame, task_frame
 from ..txn.files import BinlogFile
 from ..txn.gtidset import IntervalSet
 from ..txn.streamfacts import op_counts
@@ -205,10 +206,9 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
     parts = [stored] if stored is not None else []
     plan = reread.plan(sc, settings, files, todo) if todo else reread.ReadPlan([])
 
-    def read_again(groups: list[list[tuple[Any, ...]]]) -> Any:  # task rows, per task
-        tasks = spark.createDataFrame(sc.parallelize(groups, max(1, len(groups))).flatMap(
-            lambda group: group), X.TASK_SCHEMA)
-        return tasks.mapInArrow(X.facts_arrow, X.FACT_SCHEMA)
+    def read_again(tasks: list[list[tuple[Any, ...]]]) -> Any:  # task rows, per task
+        return task_frame(spark, tasks, X.TASK_SCHEMA).mapInArrow(X.facts_arrow,
+                                                                  X.FACT_SCHEMA)
 
     if todo:
         parts.append(read_again([[plan.rows[i] for i in t] for t in plan.tasks]))
@@ -238,8 +238,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
                     if not X.ranges_usable([m for _, m in sorted(metas.get(n, []),
                                                                  key=lambda x: x[0])])}
         if unusable:
-            whole = read_again([[r] for r in reread.whole_rows(plan.rows, unusable)]).persist(
-                StorageLevel.MEMORY_AND_DISK)
+            whole = read_again([[r] for r in reread.whole_rows(plan.rows, unusable)])
             kept = records.where(~F.col("file").isin(sorted(unusable))).unionByName(whole)
             kept = kept.persist(StorageLevel.MEMORY_AND_DISK)
             for n in unusable:
@@ -247,8 +246,7 @@ def build_stream(spark: Any, settings: Settings, files: list[BinlogFile], *,
                 plan.hashed.pop(n, None)
                 plan.ranges.pop(n, None)
             range_metas(kept, sorted(unusable))
-            records.unpersist()
-            whole.unpersist()
+            records.unpersist()  # (kept is whole in the cache now: range_metas ran over it)
             records = kept
     file_rows: list[dict[str, Any]] = []
     derived: list[dict[str, Any]] = []
