@@ -41,7 +41,7 @@ from .lifecycle import apply_lifecycle, last_points
 from .nopk import fill_nopk_mirrors
 from .records import FINDING, RANGE, XA_END, XA_LOCAL, XA_PREPARE
 from .sink import TYPED, WRITTEN, DataSink
-from .spark import local_frame, task_frame
+from .spark import local_frame, read_table, task_frame
 from .summary import LoadSummary
 from .survey import EngineState, encode_engines
 from .tables import (
@@ -307,7 +307,7 @@ def _decide(spark: Any, settings: Settings, files: list[BinlogFile], bad: set[st
     res_df = local_frame(
         spark, [(pf, pp, orjson.dumps(r).decode()) for (pf, pp), r in to_decide.items()],
         "prepare_file STRING, prepare_pos BIGINT, resolution STRING")
-    stored = spark.table(settings.table(XA_PREPARES)).where(
+    stored = read_table(spark, settings.table(XA_PREPARES)).where(
         (F.col("source") == settings.source)
         & ~F.col("prepare_file").isin(sorted(run_files))
         & (F.col("prepare_seq").isin(wanted) if min(wanted) >= 0 else F.lit(True))

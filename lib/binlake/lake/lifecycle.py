@@ -29,6 +29,7 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import Position, SchemaHistory
+from .spark import read_table
 from .tables import delete_where
 from .typed_ddl import _exists
 from .typed_plan import lit, q, table_names
@@ -131,7 +132,7 @@ def _renames(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
     for new, orig in moves.items():
         m = _mirror(settings, orig)
         if _exists(spark, m):  # the rows before the rename, kept before any mirror changes
-            df = spark.table(m).where(f"_source = {src} AND {older_than(pos)}")
+            df = read_table(spark, m).where(f"_source = {src} AND {older_than(pos)}")
             captured[new] = df.localCheckpoint(eager=True)
     names = {n for pair in pairs for n in pair}
     for name in sorted(names):
@@ -170,10 +171,10 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
           if c in have and c in {f.name for f in tcols}]
     if pk:
         src = lit(settings.source)
-        settled = spark.table(target).where(f"_source = {src}").select(*[q(c) for c in pk])
+        settled = read_table(spark, target).where(f"_source = {src}").select(*[q(c) for c in pk])
         cl = _changelog(settings, new)
         if _exists(spark, cl):
-            later = spark.table(cl).where(
+            later = read_table(spark, cl).where(
                 f"_source = {src} AND NOT {older_than(pos)} AND _op IN "
                 "('insert', 'update', 'delete')").select(*[q(c) for c in pk])
             settled = settled.unionByName(later)

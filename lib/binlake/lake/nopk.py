@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from ..config import Settings
+from .spark import read_table
 from .tables import ROW_CHANGES, has_snapshots
 from .typed_ddl import _create, _evolve, _exists, read_watermark, watermark_key
 from .typed_plan import INTERNAL, MIRROR_META, _after, lit, q, table_names
@@ -76,7 +77,7 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
     src = lit(settings.source)
     scope = ("" if not filled or not job.seqs else
              f" AND order_seq IN ({', '.join(str(n) for n in job.seqs)})")
-    cand = spark.table(settings.table(ROW_CHANGES)).where(
+    cand = read_table(spark, settings.table(ROW_CHANGES)).where(
         f"source = {src} AND db = {lit(job.db)} AND tbl = {lit(job.tbl)}{scope}").select(
         "txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before", "after",
         "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
@@ -113,7 +114,7 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
                  ).alias("__ts")).where("__net != 0").localCheckpoint(eager=True)
     last = todo.agg(F.max(okey)).collect()[0][0]
     if net.limit(1).count():
-        have = spark.table(mirror).where(f"_source = {src}")
+        have = read_table(spark, mirror).where(f"_source = {src}")
         counts = have.groupBy(*[q(c) for c in typed]).agg(F.max(DUP).alias("__n"))
         on = [net[q(c)].eqNullSafe(counts[q(c)]) for c in typed]
         j = net.join(counts, on, "left").select(

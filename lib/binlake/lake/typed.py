@@ -174,6 +174,7 @@ from typing import Any
 import orjson
 
 from ..config import Settings
+from .spark import read_table
 from .tables import ROW_CHANGES, TBLPROPERTIES, delete_where
 from .typed_mirror import _merge_mirror
 from .typed_plan import (
@@ -238,7 +239,7 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
                     run_id)
     missing = sorted(set(points.values()) - set(defs))
     if missing:
-        for r in spark.table(table).where(
+        for r in read_table(spark, table).where(
                 f"source = {lit(settings.source)} AND layout IN "
                 f"({', '.join(lit(x) for x in missing)})").groupBy("layout").agg(
                 *[F.first(c) for c in ("columns", "primary_key", "has_names")]).collect():
@@ -351,7 +352,7 @@ def prepare(spark: Any, settings: Settings, tables_seen: list[dict[str, Any]], r
     older: set[tuple[str, str]] = set()
     if full:
         where = " OR ".join(f"(db = {lit(j.db)} AND tbl = {lit(j.tbl)})" for j in full)
-        older = {(r[0], r[1]) for r in spark.table(settings.table(ROW_CHANGES)).where(
+        older = {(r[0], r[1]) for r in read_table(spark, settings.table(ROW_CHANGES)).where(
             f"source = {lit(settings.source)} AND NOT order_seq IN "
             f"({', '.join(str(n) for n in seqs)}) AND ({where})").select(
             "db", "tbl").distinct().collect()}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
+from .spark import read_table
 from .tables import ROW_CHANGES, delete_where, has_snapshots
 from .typed_ddl import _create, _evolve, _exists, _typed_columns, read_watermark, watermark_key
 from .typed_mirror import _merge_mirror
@@ -116,7 +117,7 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
     # replaced; the mirror takes those newer than its watermark).
     src = lit(settings.source)
     scope = "" if full else f" AND order_seq IN ({', '.join(str(n) for n in seqs or [])})"
-    cand = spark.table(settings.table(ROW_CHANGES)).where(
+    cand = read_table(spark, settings.table(ROW_CHANGES)).where(
         f"source = {src} AND db = {lit(db)} AND tbl = {lit(tbl)}{scope}").select(
         "txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before", "after",
         "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))

@@ -18,6 +18,7 @@ from ..txn.spill import undo_changes
 from ..txn.xa import load_pending
 from .records import CHANGE, TXN, change_record, txn_record
 from .sink import DataSink
+from .spark import read_table
 from .tables import (
     FILES,
     TRANSACTIONS,
@@ -29,7 +30,7 @@ from .transport import _CHANGE_NAMES, wide_batches
 
 
 def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
-    return [r.asDict() for r in spark.table(settings.table(XA_PENDING))
+    return [r.asDict() for r in read_table(spark, settings.table(XA_PENDING))
             .where(f"source = '{_q(settings.source)}'")
             .orderBy("prepare_seq", "prepare_pos").collect()]
 

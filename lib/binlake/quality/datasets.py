@@ -402,15 +402,16 @@ class TableReader:
 
     def __call__(self, name: str) -> Any:
         from ..lake.commit import has_branch, java_table
+        from ..lake.spark import read_table
 
         if name in self.seen:
             return self.seen[name]
         full = self.settings.table(name)
         df = None
         if self.spark.catalog.tableExists(full):
-            df = self.spark.table(full)
-            if self.branch and has_branch(java_table(self.spark, full), self.branch):
-                df = self.spark.read.option("branch", self.branch).table(full)
+            branch = self.branch if self.branch and has_branch(
+                java_table(self.spark, full), self.branch) else None
+            df = read_table(self.spark, full, branch)
         self.seen[name] = df
         return df
 
