@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
+from .spark import SMALL_FILE_OPEN_COST
 
 FILES = "files"
 TRANSACTIONS = "transactions"
@@ -81,10 +82,14 @@ DDL: dict[str, tuple[str, str]] = {
 # Every binlake table: Iceberg v2, row-level deletes as delete files, no shuffle before a
 # write (fan-out writers instead of a sort), and write-audit-publish allowed (a run may write
 # on a branch that publishing fast-forwards main to).
+# (``read.split.open-file-cost``: a night of many small binlogs leaves many small files in
+# each table; every reader of the table, SQL included, packs them as lake.spark.read_table
+# does for binlake's own reads)
 TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
                  "'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read', "
                  "'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true', "
-                 "'write.wap.enabled'='true'")
+                 "'write.wap.enabled'='true', "
+                 f"'read.split.open-file-cost'='{SMALL_FILE_OPEN_COST}'")
 
 
 # Per table, more properties at creation: the tables a load deletes from by binlog file name
