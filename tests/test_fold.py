@@ -290,7 +290,7 @@ def test_clean_staging_removes_stale_runs_only(tmp_path: Path) -> None:
 
 
 def test_part_keys_of_typed_tables() -> None:
-    """The typed tables whose big deltas are folded in parts (typed._part_key): a first key
+    """The typed tables whose big deltas are folded in parts (typed_staged._part_key): a first key
     column of a type fold.part_of takes; a DECIMAL key (BIGINT UNSIGNED) or no key is
     Spark's fold."""
     from pyspark.sql.types import (
@@ -302,7 +302,7 @@ def test_part_keys_of_typed_tables() -> None:
         TimestampType,
     )
 
-    from binlake.lake.typed import _part_key
+    from binlake.lake.typed_staged import _part_key
 
     struct = StructType([StructField("id", IntegerType()), StructField("code", StringType()),
                          StructField("at", TimestampType()),

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from binlake.lake import typed
+from binlake.lake import typed, typed_staged
 from binlake.lake.typed_plan import (
     CL_META,
     Layout,
@@ -778,7 +778,7 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     big).  Those deltas are folded by Spark instead (a first load's append, then MERGEs
     into existing mirrors): the same typed tables as the one-run lake.  (One part at most:
     a delta over the bounds is not cut into parts, test_deltas_over_the_fold_bound_in_parts.)"""
-    from binlake.lake import fold, typed
+    from binlake.lake import fold
 
     settings = _new_lake(tmp_path_factory, "typed-lake-d", "typed_d")
     files = world["files"]
@@ -788,7 +788,7 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     _load(spark, settings, files[:2], reports)
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 4_000_000)
     # file 3: no delta is small enough for the driver: the executor folds them (MERGEd)
-    monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
+    monkeypatch.setattr(typed_staged, "DRIVER_FOLD_ROWS", 0)
     _load(spark, settings, files[2:3], reports)
     monkeypatch.setattr(fold, "FOLD_MAX_BYTES", 1)
     _load(spark, settings, files[3:], reports)
@@ -817,14 +817,14 @@ def test_deltas_over_the_fold_bound_in_parts(
     MERGEs of the parts' folded files into existing mirrors (files 3..4; the driver's fold
     bound 0).  File 2 moves primary keys (across parts: 2 -> 20 -> 21).  The same typed
     tables as the one-run lake."""
-    from binlake.lake import fold, typed
+    from binlake.lake import fold
 
     settings = _new_lake(tmp_path_factory, "typed-lake-e", "typed_e")
     files = world["files"]
     reports: list[dict[str, Any]] = []
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
     monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
-    monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
+    monkeypatch.setattr(typed_staged, "DRIVER_FOLD_ROWS", 0)
     _load(spark, settings, files[:2], reports)
     _load(spark, settings, files[2:], reports)
     for rep in reports:
@@ -882,7 +882,7 @@ def test_text_keyed_deltas_folded_in_parts(
     assert len(files) == 2 and len(want) > 50
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
     monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
-    monkeypatch.setattr(typed, "DRIVER_FOLD_ROWS", 0)
+    monkeypatch.setattr(typed_staged, "DRIVER_FOLD_ROWS", 0)
     settings = _new_lake(tmp_path_factory, "typed-lake-text", "typed_t")
     reports: list[dict[str, Any]] = []
     _load(spark, settings, files[:1], reports)

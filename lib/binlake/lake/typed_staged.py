@@ -1,0 +1,195 @@
+"""The typed tables a load's decode tasks filled (:func:`binlake.lake.typed.fill`): each
+table's changelog data files committed, and its mirror brought up to date from the deltas
+the tasks staged, folded by executor tasks (in parts by the first key column, for a big
+delta) or on the driver (a small one), then added to a new mirror or MERGEd into an
+existing one."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from ..config import Settings
+from .tables import delete_where
+from .typed_mirror import _merge_mirror
+from .typed_plan import INTERNAL, lit, table_names
+from .typed_table import _fill, _TableJob
+from .typedconv import ORDER
+
+
+def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: str,
+               stats: list[dict[str, Any]], files: list[dict[str, Any]], commit: Any,
+               run_id: str) -> None:
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from .fold import fold_parts
+
+    assert job.plan is not None
+    total: dict[str, Any] = {
+        k: sum(int(s[k] or 0) for s in stats)
+        for k in ("cl", "delta", "todo", "no_layout", "no_names", "mismatch")}
+    total["partial"] = any(s["partial"] for s in stats)
+    blocked = [tuple(s["blocked"]) for s in stats if s["blocked"] is not None]
+    last = [tuple(s["last"]) for s in stats if s["last"] is not None]
+    total["blocked"] = min(blocked) if blocked else None
+    total["last"] = max(last) if last else None
+    staged = [s["staged"] for s in stats if s["staged"]]
+    conv = None
+    struct = _parse_datatype_string(ddl)
+    assert isinstance(struct, StructType)
+    if staged:
+        # read by Spark only if Spark is to fold them (a delta over the fold's bounds, or
+        # one stopped at a blocked change): a Spark read of the staged files lists them in a
+        # job of its own, a tenth of a second to seconds, for nothing when the fold is ours
+        conv = LazyFrame(partial(_read_staged, spark, struct.fields, staged))
+    src = lit(settings.source)
+    seqs = job.seqs or []
+    cl_delete = f"_source = {src}" + ("" if job.full else
+                                     f" AND _order_seq IN ({', '.join(str(n) for n in seqs)})")
+    cl = job.rep["changelog"]
+
+    def write_changelog() -> None:
+        delete_where(spark, cl, cl_delete)
+        if files:
+            commit(cl, files)
+
+    mirror = job.rep["mirror"] or settings.table(table_names(job.db, job.tbl)[1])
+    fold = None
+    staged_bytes = sum(os.path.getsize(p) for p in staged)
+    parts = fold_parts(total["delta"], staged_bytes, _part_key(struct, job.pk_slots),
+                       spark.sparkContext.defaultParallelism) if staged else None
+    if parts is not None and not total["partial"]:
+        here = parts == 1 and total["delta"] <= DRIVER_FOLD_ROWS \
+            and staged_bytes <= DRIVER_FOLD_BYTES
+
+        def fold(blocked: tuple[int, int, int] | None) -> str:
+            assert job.plan is not None and spec.stage is not None and parts is not None
+            return _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct,
+                              blocked, commit, run_id, here, parts)
+    _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots, job.wm,
+          job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new,
+          fold=fold)
+
+
+# A staged delta this small is folded on the driver (no Spark job; the fold holds it in
+# memory, a few times its staged bytes): the usual incremental load's
+DRIVER_FOLD_ROWS = 50_000
+DRIVER_FOLD_BYTES = 8 << 20
+
+
+def _part_key(struct: Any, pk: list[str]) -> bool:
+    """Whether the first primary key column of a typed table (``struct``: its staged
+    columns) cuts a big delta's fold into parts (fold.fold_parts, fold.part_of): an
+    integer, text, binary, date or timestamp column."""
+    from pyspark.sql.types import (
+        BinaryType,
+        ByteType,
+        DateType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    fields = {f.name: f for f in struct.fields}
+    return bool(pk) and pk[0] in fields and isinstance(
+        fields[pk[0]].dataType, (ByteType, ShortType, IntegerType, LongType, StringType,
+                                 BinaryType, DateType, TimestampType, TimestampNTZType))
+
+
+def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
+               staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
+               commit: Any, run_id: str, here: bool = False, parts: int = 1) -> str:
+    """Apply a table's staged delta to its mirror, folded by executor tasks
+    (:func:`fold.fold_mirror`: Arrow in memory, one task per part of ``parts``, each part
+    within ``FOLD_MAX_ROWS`` rows and ``FOLD_MAX_BYTES`` of staged files, see
+    :func:`fold.fold_parts`) rather than by Spark's window and sort.  A mirror created by
+    this run (empty, not partitioned) gets the folded rows as data files, in one commit
+    after its source's rows are deleted (a retry adds nothing twice); an existing one
+    MERGEs the folded delta (the parts' files together), folded on the
+    driver when ``here`` (a small delta: ``DRIVER_FOLD_ROWS``, ``DRIVER_FOLD_BYTES``; the
+    same function, without a Spark job), and then MERGEd by the driver too
+    (:func:`mirror_merge.merge_on_driver`: no Spark job at all) unless it declines.  Returns
+    where it was folded and merged: ``executor`` (then Spark's MERGE), ``driver`` (both on
+    the driver) or ``driver-fold`` (folded on the driver, MERGEd by Spark); ``executor``
+    is ``executor:k`` when k tasks folded it."""
+
+    from .commit import table_out
+    from .fold import FoldSpec, fold_mirror
+    from .sink import DataSink
+
+    assert job.plan is not None
+    pk = tuple(job.pk_slots)
+    spec = FoldSpec(tuple(staged), tuple(struct.names), pk,
+                    tuple(f"{INTERNAL}old{i}" for i in range(len(pk))),
+                    tuple(job.plan.columns), blocked)
+    sc = spark.sparkContext
+    done = "executor" if parts == 1 else f"executor:{parts}"
+    if job.mirror_new:
+        out = table_out(spark, mirror)
+        if not out.partition:
+            sink = DataSink({mirror: out}, settings.source, run_id, settings.s3_endpoint_url,
+                            attempt=uuid.uuid4().hex[:8])
+            specs = [replace(spec, sink=sink, mirror=mirror, part=(i, parts))
+                     for i in range(parts)]
+            written = sc.parallelize(specs, parts).flatMap(fold_mirror).collect()
+            delete_where(spark, mirror, f"_source = {lit(settings.source)}")
+            if written:
+                commit(mirror, written)
+            return done
+    name = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}"
+    paths = [f"{name}.parquet"] if parts == 1 else [f"{name}-{i}.parquet"
+                                                    for i in range(parts)]
+    if here:
+        # folded here, and MERGEd here too when the mirror is one the driver's merge takes
+        from .fold import fold_staged
+        from .mirror_merge import merge_on_driver
+
+        folded = fold_staged(spec)
+        if merge_on_driver(spark, settings, mirror, folded, pk, run_id) is not None:
+            return "driver"
+        fold_mirror(replace(spec, out=paths[0]))
+    else:
+        sc.parallelize([replace(spec, out=path, part=(i, parts))
+                        for i, path in enumerate(paths)], parts).flatMap(fold_mirror).collect()
+    fields = {f.name: f for f in struct.fields}
+    folded = _read_staged(spark, [fields[n] for n in (*job.plan.columns, "_op", *ORDER,
+                                                      "_commit_ts")], paths)
+    _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
+                  job.mirror_new, folded=True)
+    return "driver-fold" if here else done
+
+
+class LazyFrame:
+    """A DataFrame made on first use: ``make()``, then every attribute is the frame's."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._frame: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._frame is None:
+            self._frame = self._make()
+        return getattr(self._frame, name)
+
+
+def _read_staged(spark: Any, fields: list[Any], paths: list[str]) -> Any:
+    """A DataFrame of Parquet files staged by the executors with positional column names
+    (:func:`sink.stage_columns`), named and typed as ``fields`` (StructFields)."""
+    from pyspark.sql.types import StructType
+
+    from .sink import stage_columns
+
+    names = [f.name for f in fields]
+    pos = StructType([f.__class__(c, f.dataType, f.nullable)
+                      for c, f in zip(stage_columns(names), fields)])
+    # pyarrow writes proleptic Gregorian dates: no rebase (year 1 stays year 1)
+    return spark.read.schema(pos).option("datetimeRebaseMode", "CORRECTED").option(
+        "int96RebaseMode", "CORRECTED").parquet(*paths).toDF(*names)
+
+
