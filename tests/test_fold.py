@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,14 @@ from binlake.lake.sink import stage_columns
 OLDS = ("__bl_old0", "__bl_old1")
 
 
-def _table(changes: list[dict[str, Any]]) -> pa.Table:
-    schema = pa.schema([("a", pa.int64()), ("b", pa.string()), ("v", pa.decimal128(10, 2)),
+def _table(changes: list[dict[str, Any]], a_type: pa.DataType | None = None) -> pa.Table:
+    a_type = a_type or pa.int64()
+    schema = pa.schema([("a", a_type), ("b", pa.string()), ("v", pa.decimal128(10, 2)),
                         ("_op", pa.string()), ("_order_seq", pa.int32()),
                         ("_order_pos", pa.int64()), ("_order_idx", pa.int32()),
                         ("_commit_ts", pa.timestamp("us", tz="UTC")),
                         ("__bl_layout", pa.int32()),
-                        (OLDS[0], pa.int64()), (OLDS[1], pa.string())])
+                        (OLDS[0], a_type), (OLDS[1], pa.string())])
     return pa.Table.from_pylist(changes, schema=schema)
 
 
@@ -97,9 +99,14 @@ def test_fold_equals_replay(seed: int) -> None:
 
 def _model_part(v: Any, k: int) -> int:
     """The part of a first key value, as fold.part_of documents it (an independent model):
-    an integer modulo k, a text's UTF-8 byte sum modulo k, NULL in part 0."""
+    an integer modulo k, a text's UTF-8 byte sum modulo k, a decimal's as its text at its
+    scale (Python's fixed-point format of the value, quantized), NULL in part 0."""
+    from decimal import Decimal
+
     if v is None:
         return 0
+    if isinstance(v, Decimal):
+        v = format(v, "f")
     if isinstance(v, str):
         v = v.encode()
     if isinstance(v, bytes):
@@ -107,23 +114,31 @@ def _model_part(v: Any, k: int) -> int:
     return int(v) % k
 
 
-@pytest.mark.parametrize("first", ["int", "text"])
+@pytest.mark.parametrize("first", ["int", "text", "decimal"])
 @pytest.mark.parametrize("seed", range(30))
 def test_fold_in_parts_equals_the_whole_fold(seed: int, first: str, tmp_path: Path) -> None:
     """A delta folded in k parts by the first key column (fold.FoldSpec.part: an integer
-    modulo k, a text's byte sum modulo k), each task reading every staged file: the parts
-    together are the whole fold, row for row (the old keys' deletes included), and no key
-    is in two parts; keys move between parts (negative, NULL and non-ASCII first key values
-    too)."""
+    modulo k, a text's byte sum modulo k, a decimal's text's: BIGINT UNSIGNED keys, up to
+    2**64 - 1), each task reading every staged file: the parts together are the whole fold,
+    row for row (the old keys' deletes included), and no key is in two parts; keys move
+    between parts (negative, NULL and non-ASCII first key values too)."""
+    from decimal import Decimal
+
     rng = random.Random(seed)
-    changes = _random_changes(rng, rng.randint(1, 80), keys_a=(-7, -2, 0, 1, 2, 3, 5, 8, None))
+    keys_a: tuple[Any, ...] = (-7, -2, 0, 1, 2, 3, 5, 8, None)
+    a_type = pa.int64()
+    if first == "decimal":
+        keys_a = (Decimal(0), Decimal(7), Decimal(10**19), Decimal(2**64 - 1),
+                  Decimal(2**64 - 2), Decimal(4096), None)
+        a_type = pa.decimal128(20, 0)
+    changes = _random_changes(rng, rng.randint(1, 80), keys_a=keys_a)
     if first == "text":  # more text keys than the two of _random_changes, some non-ASCII
         texts = ["x", "y", "", "zz", "\u00e9t\u00e9", "order-17", "k" * 40, None]
         for c in changes:
             c["b"] = rng.choice(texts)
             if c["_op"] == "update":
                 c[OLDS[1]] = c["b"] if rng.random() < 0.6 else rng.choice(texts)
-    t = _table(changes)
+    t = _table(changes, a_type)
     paths = []
     cut = sorted(rng.sample(range(t.num_rows + 1), 2))
     for j, (lo, hi) in enumerate(zip([0, *cut], [*cut, t.num_rows])):
@@ -131,7 +146,7 @@ def test_fold_in_parts_equals_the_whole_fold(seed: int, first: str, tmp_path: Pa
         piece = t.slice(lo, hi - lo)
         pq.write_table(piece.rename_columns(stage_columns(t.column_names)), path)
         paths.append(str(path))
-    pk, olds = (("a", "b"), OLDS) if first == "int" else (("b", "a"), OLDS[::-1])
+    pk, olds = (("b", "a"), OLDS[::-1]) if first == "text" else (("a", "b"), OLDS)
     spec = FoldSpec(tuple(paths), tuple(t.column_names), pk, olds, ("a", "b", "v"), None)
 
     def rows(table: pa.Table) -> list[tuple[Any, ...]]:
@@ -155,6 +170,9 @@ def test_fold_in_parts_equals_the_whole_fold(seed: int, first: str, tmp_path: Pa
     (pa.string(), ["", "a", "\u00e9", None, "order-000123", "x" * 300]),
     (pa.large_string(), ["", "a", "\u00e9", None, "order-000123"]),
     (pa.binary(), [b"", b"\xff\x00", None, b"abc"]),
+    (pa.decimal128(20, 0), [Decimal(0), Decimal(2**64 - 1), None, Decimal(-12), Decimal(99)]),
+    (pa.decimal128(9, 2), [Decimal("0.00"), Decimal("-12.50"), Decimal("1234567.89"), None,
+                           Decimal("0.05")]),
 ])
 def test_part_of_is_the_same_in_every_file(typ: pa.DataType, values: list[Any]) -> None:
     """fold.part_of against the model (_model_part), for a plain array, a slice of a
@@ -175,9 +193,8 @@ def test_part_of_is_the_same_in_every_file(typ: pa.DataType, values: list[Any]) 
 
 def test_part_of_dates_and_times_and_other_types() -> None:
     """Dates and timestamps are parted by their number (days, microseconds since the epoch);
-    a key type with no parts (decimal) is refused."""
+    a key type with no parts (floating point) is refused."""
     from datetime import UTC, date, datetime
-    from decimal import Decimal
 
     from binlake.lake.fold import part_of
 
@@ -188,7 +205,7 @@ def test_part_of_dates_and_times_and_other_types() -> None:
     assert part_of(pa.array(ts, pa.timestamp("us", tz="UTC")), 5).tolist() == [
         (int(ts[0].timestamp()) * 1_000_000 + 5) % 5, 0]
     with pytest.raises(TypeError):
-        part_of(pa.array([Decimal("1.5")], pa.decimal128(5, 1)), 2)
+        part_of(pa.array([1.5], pa.float64()), 2)
 
 
 def test_text_keys_spread_over_the_parts() -> None:
@@ -291,10 +308,11 @@ def test_clean_staging_removes_stale_runs_only(tmp_path: Path) -> None:
 
 def test_part_keys_of_typed_tables() -> None:
     """The typed tables whose big deltas are folded in parts (typed_staged._part_key): a first key
-    column of a type fold.part_of takes; a DECIMAL key (BIGINT UNSIGNED) or no key is
-    Spark's fold."""
+    column of a type fold.part_of takes, a DECIMAL key (BIGINT UNSIGNED) among them; a
+    floating-point key or no key is Spark's fold."""
     from pyspark.sql.types import (
         DecimalType,
+        DoubleType,
         IntegerType,
         StringType,
         StructField,
@@ -306,7 +324,8 @@ def test_part_keys_of_typed_tables() -> None:
 
     struct = StructType([StructField("id", IntegerType()), StructField("code", StringType()),
                          StructField("at", TimestampType()),
-                         StructField("big", DecimalType(20, 0))])
+                         StructField("big", DecimalType(20, 0)),
+                         StructField("x", DoubleType())])
     assert _part_key(struct, ["id"]) and _part_key(struct, ["code", "id"])
-    assert _part_key(struct, ["at"])
-    assert not _part_key(struct, ["big", "id"]) and not _part_key(struct, [])
+    assert _part_key(struct, ["at"]) and _part_key(struct, ["big", "id"])
+    assert not _part_key(struct, ["x", "id"]) and not _part_key(struct, [])

@@ -898,6 +898,60 @@ def test_text_keyed_deltas_folded_in_parts(
 
 @pytest.mark.integration
 @pytest.mark.spark
+def test_unsigned_bigint_keyed_deltas_folded_in_parts(
+        spark: Any, mariadb_template: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table keyed by BIGINT UNSIGNED (a DECIMAL(20,0) in the typed tables: keys up to
+    2**64 - 1) on a real MariaDB server, with a row bound of 1: each load's delta is folded
+    by several executor tasks, each keeping the keys whose decimal text falls in its part
+    (fold.part_of), not by Spark's window; UPDATEs move keys (across parts), DELETEs.  The
+    mirror holds the server's rows."""
+    from binlake.lake import fold
+
+    top = 2**64 - 1
+    base = tmp_path_factory.mktemp("ukey-srv")
+    srv = start_server(base, mariadb_template)
+    try:
+        with srv.connect() as conn, conn.cursor() as cur:
+            cur.execute("CREATE DATABASE uk")
+            cur.execute("CREATE TABLE uk.nums (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, v INT) "
+                        "ENGINE=InnoDB")
+            for n in range(25):  # (50 rows: within FOLD_MAX_PARTS parts of a row)
+                cur.execute("INSERT INTO uk.nums VALUES (%s, %s), (%s, %s)",
+                            (n, n, top - n, -n))
+            srv.flush_binary_logs()
+            for n in range(0, 25, 3):
+                cur.execute("UPDATE uk.nums SET v = v + 100 WHERE id = %s", (top - n,))
+            for n in range(1, 25, 7):
+                cur.execute("UPDATE uk.nums SET id = %s WHERE id = %s", (2**63 + n, n))
+            for n in range(2, 25, 11):
+                cur.execute("DELETE FROM uk.nums WHERE id = %s", (top - n,))
+            cur.execute("UPDATE uk.nums SET id = 5000, v = 7 WHERE id = %s", (top - 1,))
+            srv.flush_binary_logs()
+            cur.execute("SELECT id, v FROM uk.nums")
+            want = sorted((int(i), v) for i, v in cur.fetchall())
+        files = [str(p) for p in copy_files(srv.closed_binlog_files(), base / "binlogs")]
+    finally:
+        srv.stop(timeout=30)
+    assert len(files) == 2 and len(want) > 40 and max(want)[0] == top
+    monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
+    monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
+    monkeypatch.setattr(typed_staged, "DRIVER_FOLD_ROWS", 0)
+    settings = _new_lake(tmp_path_factory, "typed-lake-ukey", "typed_u")
+    reports: list[dict[str, Any]] = []
+    _load(spark, settings, files[:1], reports)
+    _load(spark, settings, files[1:], reports)
+    assert len(reports) == 2
+    for rep in reports:  # (folded in parts, not by Spark's window)
+        fold_ = rep["tables"]["uk.nums"].get("mirror_fold") or ""
+        assert fold_.startswith("executor:") and int(fold_.split(":")[1]) >= 2, rep
+    mirror = settings.table(table_names("uk", "nums")[1])
+    got = sorted((int(r["id"]), r["v"]) for r in spark.sql(f"SELECT id, v FROM {mirror}").collect())
+    assert got == want
+
+
+@pytest.mark.integration
+@pytest.mark.spark
 def test_small_flushes_same_tables(spark: Any, lake: dict[str, Any], world: dict[str, Any],
                                    tmp_path_factory: pytest.TempPathFactory) -> None:
     """Decode tasks that write their records after every event that gave some

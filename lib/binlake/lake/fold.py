@@ -198,12 +198,18 @@ def part_of(column: Any, k: int) -> Any:
     chunked array: an integer's value modulo ``k``; a date, time or timestamp's number (days,
     units since midnight or the epoch) modulo ``k``; a text or binary value's byte sum
     modulo ``k`` (whatever the chunks, slices or string type: a key's part is the same in
-    every staged file).  NULL is in part 0.  Raises TypeError for another type."""
+    every staged file); a decimal's text at its type's scale (``-12.50``: one text per value,
+    as the column's type is the same in every staged file of a table), as a text's.  NULL is
+    in part 0.  Raises TypeError for another type (floating point: 0.0 and -0.0 are one key
+    of two texts)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     t = column.type
+    if pa.types.is_decimal(t):  # (BIGINT UNSIGNED is DECIMAL(20,0) in the typed tables)
+        column = column.cast(pa.string())
+        t = column.type
     if pa.types.is_temporal(t) and not pa.types.is_interval(t):
         column = column.cast(pa.int32() if pa.types.is_date32(t) or t == pa.time32("s")
                              or t == pa.time32("ms") else pa.int64())

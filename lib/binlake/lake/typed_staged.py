@@ -83,11 +83,12 @@ DRIVER_FOLD_BYTES = 8 << 20
 def _part_key(struct: Any, pk: list[str]) -> bool:
     """Whether the first primary key column of a typed table (``struct``: its staged
     columns) cuts a big delta's fold into parts (fold.fold_parts, fold.part_of): an
-    integer, text, binary, date or timestamp column."""
+    integer, decimal (BIGINT UNSIGNED among them), text, binary, date or timestamp column."""
     from pyspark.sql.types import (
         BinaryType,
         ByteType,
         DateType,
+        DecimalType,
         IntegerType,
         LongType,
         ShortType,
@@ -98,8 +99,9 @@ def _part_key(struct: Any, pk: list[str]) -> bool:
 
     fields = {f.name: f for f in struct.fields}
     return bool(pk) and pk[0] in fields and isinstance(
-        fields[pk[0]].dataType, (ByteType, ShortType, IntegerType, LongType, StringType,
-                                 BinaryType, DateType, TimestampType, TimestampNTZType))
+        fields[pk[0]].dataType, (ByteType, ShortType, IntegerType, LongType, DecimalType,
+                                 StringType, BinaryType, DateType, TimestampType,
+                                 TimestampNTZType))
 
 
 def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
