@@ -851,8 +851,6 @@ def test_text_keyed_deltas_folded_in_parts(
     executor tasks, each keeping the keys whose byte sum falls in its part (fold.part_of):
     a first load's appended parts, then MERGEs into the mirror, with UPDATEs that move keys
     (across parts) and DELETEs.  The mirror holds the server's rows."""
-    from binlake.lake import fold
-
     base = tmp_path_factory.mktemp("textkey-srv")
     srv = start_server(base, mariadb_template)
     try:
@@ -880,20 +878,33 @@ def test_text_keyed_deltas_folded_in_parts(
     finally:
         srv.stop(timeout=30)
     assert len(files) == 2 and len(want) > 50
+    got = _folded_in_parts(spark, tmp_path_factory, monkeypatch, files, "typed-lake-text",
+                           "typed_t", "tk", "codes", "code, v")
+    assert sorted(got) == want
+
+
+def _folded_in_parts(spark: Any, tmp_path_factory: pytest.TempPathFactory,
+                     monkeypatch: pytest.MonkeyPatch, files: list[str], home: str,
+                     catalog: str, db: str, tbl: str, columns: str) -> list[tuple[Any, ...]]:
+    """Load ``files`` one at a time into a new lake with a fold row bound of 1, so that each
+    delta of ``db.tbl`` is folded by several executor tasks (never on the driver); checks
+    that both loads folded it in at least two parts, not by Spark's window.  Returns the
+    mirror's rows (``columns``)."""
+    from binlake.lake import fold
+
     monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
     monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
     monkeypatch.setattr(typed_staged, "DRIVER_FOLD_ROWS", 0)
-    settings = _new_lake(tmp_path_factory, "typed-lake-text", "typed_t")
+    settings = _new_lake(tmp_path_factory, home, catalog)
     reports: list[dict[str, Any]] = []
     _load(spark, settings, files[:1], reports)
     _load(spark, settings, files[1:], reports)
     assert len(reports) == 2
     for rep in reports:  # (folded in parts, not by Spark's window)
-        fold_ = rep["tables"]["tk.codes"].get("mirror_fold") or ""
+        fold_ = rep["tables"][f"{db}.{tbl}"].get("mirror_fold") or ""
         assert fold_.startswith("executor:") and int(fold_.split(":")[1]) >= 2, rep
-    mirror = settings.table(table_names("tk", "codes")[1])
-    got = sorted((r["code"], r["v"]) for r in spark.sql(f"SELECT code, v FROM {mirror}").collect())
-    assert got == want
+    mirror = settings.table(table_names(db, tbl)[1])
+    return [tuple(r) for r in spark.sql(f"SELECT {columns} FROM {mirror}").collect()]
 
 
 @pytest.mark.integration
@@ -906,8 +917,6 @@ def test_unsigned_bigint_keyed_deltas_folded_in_parts(
     by several executor tasks, each keeping the keys whose decimal text falls in its part
     (fold.part_of), not by Spark's window; UPDATEs move keys (across parts), DELETEs.  The
     mirror holds the server's rows."""
-    from binlake.lake import fold
-
     top = 2**64 - 1
     base = tmp_path_factory.mktemp("ukey-srv")
     srv = start_server(base, mariadb_template)
@@ -934,20 +943,9 @@ def test_unsigned_bigint_keyed_deltas_folded_in_parts(
     finally:
         srv.stop(timeout=30)
     assert len(files) == 2 and len(want) > 40 and max(want)[0] == top
-    monkeypatch.setattr(fold, "FOLD_MAX_ROWS", 1)
-    monkeypatch.setattr(fold, "FOLD_MAX_PARTS", 64)
-    monkeypatch.setattr(typed_staged, "DRIVER_FOLD_ROWS", 0)
-    settings = _new_lake(tmp_path_factory, "typed-lake-ukey", "typed_u")
-    reports: list[dict[str, Any]] = []
-    _load(spark, settings, files[:1], reports)
-    _load(spark, settings, files[1:], reports)
-    assert len(reports) == 2
-    for rep in reports:  # (folded in parts, not by Spark's window)
-        fold_ = rep["tables"]["uk.nums"].get("mirror_fold") or ""
-        assert fold_.startswith("executor:") and int(fold_.split(":")[1]) >= 2, rep
-    mirror = settings.table(table_names("uk", "nums")[1])
-    got = sorted((int(r["id"]), r["v"]) for r in spark.sql(f"SELECT id, v FROM {mirror}").collect())
-    assert got == want
+    got = _folded_in_parts(spark, tmp_path_factory, monkeypatch, files, "typed-lake-ukey",
+                           "typed_u", "uk", "nums", "id, v")
+    assert sorted((int(i), v) for i, v in got) == want
 
 
 @pytest.mark.integration
