@@ -271,16 +271,39 @@ def warm_imports(modules: tuple[str, ...] = WARM_MODULES) -> None:
             importlib.import_module(name)
 
 
+# The warm imports start once the JVM's process is forked, never before: PySpark forks it
+# with a preexec_fn, so Python's fork hooks run in the parent first -- logging's takes the
+# logging lock, then the fork takes the global import lock.  A thread importing at that
+# moment can hold the import lock while it waits for the logging lock (setuptools'
+# distutils shim imports whole packages from a finder, under the import lock, and their
+# modules call logging.getLogger): both threads then wait forever, before Spark starts.
+_WARM_AFTER_FORK: list[tuple[str, ...]] = []
+
+
+def _warm_after_fork() -> None:
+    if _WARM_AFTER_FORK:
+        import threading
+
+        modules = _WARM_AFTER_FORK.pop()
+        _WARM_AFTER_FORK.clear()
+        threading.Thread(target=warm_imports, args=(modules,), name="binlake-warm-imports",
+                         daemon=True).start()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_parent=_warm_after_fork)
+
+
 def build_session(settings: Settings, *, app_name: str = "binlake",
-                  master: str | None = None) -> Any:
+                  master: str | None = None, warm: tuple[str, ...] = WARM_MODULES) -> Any:
     """A SparkSession (created or reused) with the Iceberg extensions and catalog.  While
     the JVM starts (a second or two of waiting), a thread imports the modules a job
-    needs next (:func:`warm_imports`)."""
+    needs next (``warm``, :func:`warm_imports`), started once the JVM's process is forked
+    (``_WARM_AFTER_FORK``)."""
     import threading
 
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
-
-    threading.Thread(target=warm_imports, name="binlake-warm-imports", daemon=True).start()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -292,6 +315,11 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
     # Under spark-submit the JVM already runs: its --master / --jars win (setting them here
     # would be ignored for the classpath, and would override --master).
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ and master is None
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        _WARM_AFTER_FORK[:] = [warm]  # getOrCreate forks the JVM: imports after that
+    else:  # no fork to wait for (a JVM runs already)
+        threading.Thread(target=warm_imports, args=(warm,), name="binlake-warm-imports",
+                         daemon=True).start()
     if settings.catalog_type == "jdbc" and settings.jdbc_uri.startswith("jdbc:sqlite:"):
         Path(settings.jdbc_uri[len("jdbc:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
     b = SparkSession.builder.appName(app_name)
@@ -326,7 +354,10 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
         b = b.config(k, v)
     for k, v in settings.spark_conf.items():
         b = b.config(k, v)
-    spark = b.getOrCreate()
+    try:
+        spark = b.getOrCreate()
+    finally:
+        _WARM_AFTER_FORK.clear()  # (forked, or never will)
     spark.sparkContext.setLogLevel("ERROR")
     prepare_catalog(spark, settings)
     return spark
