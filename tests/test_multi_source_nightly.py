@@ -78,7 +78,7 @@ def test_overlapping_nights_of_two_sources(spark: Any, fresh_mariadb: MariaDBSer
                                            tmp_path: Path) -> None:
     from binlake.config import load_settings
     from binlake.lake.job import run_load
-    from binlake.lake.publish import _publish_table, discard, publish
+    from binlake.lake.publish import _publish_table, publish, publish_or_discard
     from binlake.lake.spark import build_session
     from binlake.orchestrate import files_gate
 
@@ -108,20 +108,31 @@ def test_overlapping_nights_of_two_sources(spark: Any, fresh_mariadb: MariaDBSer
         return run_load(spark, settings, [str(f) for f in files], run_id=branch,
                         branch=branch)
 
+    def finish(settings: Any, branch: str, keep: bool = True) -> tuple[list[str], bool]:
+        """As ``binlake publish [--discard]``: the catalog's fast-forwards, Spark for the
+        rest (this session); then the session sees the catalog's commits."""
+        out = publish_or_discard(settings, branch, keep, lambda: spark)
+        for t in spark.sql(f"SHOW TABLES IN {settings.catalog_name}."
+                           f"{settings.namespace}").collect():
+            spark.sql(f"REFRESH TABLE {settings.table(t['tableName'])}")
+        return out
+
     # -- the night: A and B load, A publishes, B publishes ---------------------------------
     assert not load(sa, night1, "af_a__n1").failed
     assert not load(sb, night1 + night2, "af_b__n1").failed
     on_a, on_b = _state(spark, sa, "a", "af_a__n1"), _state(spark, sb, "b", "af_b__n1")
     assert on_a["row_changes"] and on_b["row_changes"]
     assert sum(on_b["row_changes"].values()) > sum(on_a["row_changes"].values())
-    assert "files" in publish(spark, sa, "af_a__n1")  # main had not moved: fast-forward
+    done, spark_used = finish(sa, "af_a__n1")
+    assert "files" in done and not spark_used  # main had not moved: fast-forwards, no Spark
     # B's branch was made from the main before A's publish: B's changes are replayed. One
     # table first, as a publish that crashed after that table's commit would leave it: the
     # publish then finds the replay done and does not apply it twice.
     assert _publish_table(spark, sb, "row_changes", "af_b__n1") == "replayed"
     assert _publish_table(spark, sb, "row_changes", "af_b__n1") == "done"
-    assert "files" in publish(spark, sb, "af_b__n1")
-    assert publish(spark, sb, "af_b__n1") == []  # published: the branch is gone
+    done, spark_used = finish(sb, "af_b__n1")
+    assert done[-1] == "files" and spark_used  # the replays, through Spark
+    assert finish(sb, "af_b__n1") == ([], False)  # published: the branch is gone
     assert _state(spark, sa, "a") == on_a
     assert _state(spark, sb, "b") == on_b
 
@@ -135,8 +146,9 @@ def test_overlapping_nights_of_two_sources(spark: Any, fresh_mariadb: MariaDBSer
     assert gate_c and "failed" in gate_c[0]
     assert files_gate(sa, {"names": [f.name for f in night2], "sha256": {},
                            "branch": "af_a__n2"}) == []
-    assert "files" in publish(spark, sa, "af_a__n2")
-    discard(spark, sc, "af_c__n2")
+    assert "files" in finish(sa, "af_a__n2")[0]
+    done, spark_used = finish(sc, "af_c__n2", keep=False)
+    assert "files" in done and not spark_used  # a discard drops branches only: no Spark
     assert _state(spark, sa, "a") == on_a2
     assert sum(on_a2["row_changes"].values()) > sum(on_a["row_changes"].values())
     assert _state(spark, sb, "b") == on_b  # B's rows untouched by A's second night
@@ -147,8 +159,10 @@ def test_overlapping_nights_of_two_sources(spark: Any, fresh_mariadb: MariaDBSer
     for x in ("af_b__x1", "af_b__x2"):  # both from the same main; reloads: every table
         assert not run_load(spark, sb, [str(f) for f in night2], run_id=x, branch=x,
                             reload=True).failed
-    publish(spark, sb, "af_b__x1")
+    assert finish(sb, "af_b__x1")[1] is False
     before = _state(spark, sb, "b")
+    with pytest.raises(Exception, match=r"(?i)conflict"):
+        finish(sb, "af_b__x2")  # main moved: left to Spark's replay, which finds the overlap
     with pytest.raises(Exception, match=r"(?i)conflict"):
         publish(spark, sb, "af_b__x2")
     assert _state(spark, sb, "b") == before

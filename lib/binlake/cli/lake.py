@@ -81,8 +81,7 @@ def lake_session(config: str | None, master: str | None, source: str | None = No
     if check is not None:
         check(settings)
     try:
-        kw = {"app_name": app_name} if app_name else {}
-        spark = build_session(settings, master=master, **kw)
+        spark = build_session(settings, master=master, app_name=app_name or "binlake")
         spark.sparkContext.setLogLevel("ERROR" if debug else "OFF")
         return settings, spark
     except SparkSetupError as exc:
@@ -181,14 +180,23 @@ def cmd_jvm_archive(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from ..lake.publish import discard, publish
+    from ..config import check_spark_master, load_settings
+    from ..lake.publish import publish_or_discard
 
-    lake = lake_session(args.config, args.master, debug=getattr(args, "debug", False))
-    if lake is None:
-        return 1
-    settings, spark = lake
+    settings = load_settings(args.config)
+    if args.master is not None:
+        check_spark_master(args.master, "--master")
+
+    def session() -> Any:  # only for what the catalog alone cannot publish (replays)
+        lake = lake_session(args.config, args.master, debug=getattr(args, "debug", False))
+        if lake is None:
+            raise _NoSpark
+        return lake[1]
+
     try:
-        done = (discard if args.discard else publish)(spark, settings, args.branch)
+        done, _ = publish_or_discard(settings, args.branch, not args.discard, session)
+    except _NoSpark:
+        return 1
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except Exception as exc:
@@ -208,6 +216,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+class _NoSpark(Exception):
+    """Spark did not start (lake_session said why on stderr)."""
 
 
 def cmd_load(args: argparse.Namespace) -> int:
