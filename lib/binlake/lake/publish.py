@@ -38,7 +38,7 @@ error of pyiceberg's) are left to :func:`publish`, with ``files`` after them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..config import Settings
@@ -56,18 +56,22 @@ def _tables(spark: Any, settings: Settings) -> list[str]:
     return [n for n in names if n != FILES] + ([FILES] if FILES in names else [])
 
 
+def _watermark_keys(keys: Iterable[str], branch: str) -> dict[str, str]:
+    """The branch's mirror watermark properties among ``keys``, each with main's key."""
+    suffix = f"@{branch}"
+    return {k: k[:-len(suffix)] for k in keys if k.startswith(WATERMARK) and k.endswith(suffix)}
+
+
 def _move_watermarks(jtable: Any, branch: str, keep: bool) -> None:
     """The branch's mirror watermarks become main's (``keep``) or go, in one commit."""
-    suffix = f"@{branch}"
     props = jtable.properties()
-    moved = [(str(k), str(props.get(k))) for k in props.keySet()
-             if str(k).startswith(WATERMARK) and str(k).endswith(suffix)]
+    moved = _watermark_keys((str(k) for k in props.keySet()), branch)
     if not moved:
         return
     update = jtable.updateProperties()
-    for key, value in moved:
+    for key, main_key in moved.items():
         if keep:
-            update = update.set(key[:-len(suffix)], value)
+            update = update.set(main_key, str(props.get(key)))
         update = update.remove(key)
     update.commit()
 
@@ -191,12 +195,11 @@ def _finish_in_catalog(table: Any, branch: str, keep: bool) -> bool | None:
         snapshots.set_current_snapshot(snapshot_id=ref.snapshot_id)
     snapshots.remove_branch(branch)
     snapshots.commit()  # (staged into tx: one commit with the properties below)
-    suffix = f"@{branch}"
-    moved = {k: v for k, v in meta.properties.items()
-             if k.startswith(WATERMARK) and k.endswith(suffix)}
+    moved = _watermark_keys(meta.properties, branch)
     if moved:
         if keep:
-            tx.set_properties({k[:-len(suffix)]: v for k, v in moved.items()})
+            tx.set_properties({main_key: meta.properties[key]
+                               for key, main_key in moved.items()})
         tx.remove_properties(*moved)
     tx.commit_transaction()
     return True

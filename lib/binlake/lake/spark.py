@@ -280,14 +280,16 @@ def warm_imports(modules: tuple[str, ...] = WARM_MODULES) -> None:
 _WARM_AFTER_FORK: list[tuple[str, ...]] = []
 
 
+def _start_warm(modules: tuple[str, ...]) -> None:
+    import threading
+
+    threading.Thread(target=warm_imports, args=(modules,), name="binlake-warm-imports",
+                     daemon=True).start()
+
+
 def _warm_after_fork() -> None:
     if _WARM_AFTER_FORK:
-        import threading
-
-        modules = _WARM_AFTER_FORK.pop()
-        _WARM_AFTER_FORK.clear()
-        threading.Thread(target=warm_imports, args=(modules,), name="binlake-warm-imports",
-                         daemon=True).start()
+        _start_warm(_WARM_AFTER_FORK.pop())
 
 
 if hasattr(os, "register_at_fork"):
@@ -300,8 +302,6 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
     the JVM starts (a second or two of waiting), a thread imports the modules a job
     needs next (``warm``, :func:`warm_imports`), started once the JVM's process is forked
     (``_WARM_AFTER_FORK``)."""
-    import threading
-
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -318,8 +318,7 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         _WARM_AFTER_FORK[:] = [warm]  # getOrCreate forks the JVM: imports after that
     else:  # no fork to wait for (a JVM runs already)
-        threading.Thread(target=warm_imports, args=(warm,), name="binlake-warm-imports",
-                         daemon=True).start()
+        _start_warm(warm)
     if settings.catalog_type == "jdbc" and settings.jdbc_uri.startswith("jdbc:sqlite:"):
         Path(settings.jdbc_uri[len("jdbc:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
     b = SparkSession.builder.appName(app_name)
