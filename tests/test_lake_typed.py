@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -851,36 +851,53 @@ def test_text_keyed_deltas_folded_in_parts(
     executor tasks, each keeping the keys whose byte sum falls in its part (fold.part_of):
     a first load's appended parts, then MERGEs into the mirror, with UPDATEs that move keys
     (across parts) and DELETEs.  The mirror holds the server's rows."""
-    base = tmp_path_factory.mktemp("textkey-srv")
-    srv = start_server(base, mariadb_template)
-    try:
-        with srv.connect() as conn, conn.cursor() as cur:
-            cur.execute("CREATE DATABASE tk")
-            cur.execute("CREATE TABLE tk.codes (code VARCHAR(40) NOT NULL PRIMARY KEY, v INT) "
-                        "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
-            for n in range(60):
-                cur.execute("INSERT INTO tk.codes VALUES (%s, %s)", (f"c-{n:03d}", n))
-            cur.execute("INSERT INTO tk.codes VALUES ('\u00e9t\u00e9', -1), ('', -2)")
-            srv.flush_binary_logs()
-            for n in range(0, 60, 3):
-                cur.execute("UPDATE tk.codes SET v = v + 100 WHERE code = %s", (f"c-{n:03d}",))
-            for n in range(1, 60, 7):
-                cur.execute("UPDATE tk.codes SET code = %s WHERE code = %s",
-                            (f"moved-{n}", f"c-{n:03d}"))
-            for n in range(2, 60, 11):
-                cur.execute("DELETE FROM tk.codes WHERE code = %s", (f"c-{n:03d}",))
-            cur.execute("UPDATE tk.codes SET code = '\u00c9T\u00c9-2', v = 7 "
-                        "WHERE code = '\u00e9t\u00e9'")
-            srv.flush_binary_logs()
-            cur.execute("SELECT code, v FROM tk.codes")
-            want = sorted(cur.fetchall())
-        files = [str(p) for p in copy_files(srv.closed_binlog_files(), base / "binlogs")]
-    finally:
-        srv.stop(timeout=30)
+    def night1(cur: Any) -> None:
+        cur.execute("CREATE DATABASE tk")
+        cur.execute("CREATE TABLE tk.codes (code VARCHAR(40) NOT NULL PRIMARY KEY, v INT) "
+                    "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+        for n in range(60):
+            cur.execute("INSERT INTO tk.codes VALUES (%s, %s)", (f"c-{n:03d}", n))
+        cur.execute("INSERT INTO tk.codes VALUES ('\u00e9t\u00e9', -1), ('', -2)")
+
+    def night2(cur: Any) -> None:
+        for n in range(0, 60, 3):
+            cur.execute("UPDATE tk.codes SET v = v + 100 WHERE code = %s", (f"c-{n:03d}",))
+        for n in range(1, 60, 7):
+            cur.execute("UPDATE tk.codes SET code = %s WHERE code = %s",
+                        (f"moved-{n}", f"c-{n:03d}"))
+        for n in range(2, 60, 11):
+            cur.execute("DELETE FROM tk.codes WHERE code = %s", (f"c-{n:03d}",))
+        cur.execute("UPDATE tk.codes SET code = '\u00c9T\u00c9-2', v = 7 "
+                    "WHERE code = '\u00e9t\u00e9'")
+
+    files, rows = _two_binlogs(tmp_path_factory.mktemp("textkey-srv"), mariadb_template,
+                               night1, night2, "SELECT code, v FROM tk.codes")
+    want = sorted(rows)
     assert len(files) == 2 and len(want) > 50
     got = _folded_in_parts(spark, tmp_path_factory, monkeypatch, files, "typed-lake-text",
                            "typed_t", "tk", "codes", "code, v")
     assert sorted(got) == want
+
+
+def _two_binlogs(base: Path, template: Path, night1: Callable[[Any], None],
+                 night2: Callable[[Any], None], select: str
+                 ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A real MariaDB server under ``base`` runs ``night1(cursor)``, rotates, runs
+    ``night2(cursor)`` and rotates: its two closed binlogs (copied) and the rows of
+    ``select`` at the end."""
+    srv = start_server(base, template)
+    try:
+        with srv.connect() as conn, conn.cursor() as cur:
+            night1(cur)
+            srv.flush_binary_logs()
+            night2(cur)
+            srv.flush_binary_logs()
+            cur.execute(select)
+            rows = list(cur.fetchall())
+        files = [str(p) for p in copy_files(srv.closed_binlog_files(), base / "binlogs")]
+    finally:
+        srv.stop(timeout=30)
+    return files, rows
 
 
 def _folded_in_parts(spark: Any, tmp_path_factory: pytest.TempPathFactory,
@@ -918,30 +935,26 @@ def test_unsigned_bigint_keyed_deltas_folded_in_parts(
     (fold.part_of), not by Spark's window; UPDATEs move keys (across parts), DELETEs.  The
     mirror holds the server's rows."""
     top = 2**64 - 1
-    base = tmp_path_factory.mktemp("ukey-srv")
-    srv = start_server(base, mariadb_template)
-    try:
-        with srv.connect() as conn, conn.cursor() as cur:
-            cur.execute("CREATE DATABASE uk")
-            cur.execute("CREATE TABLE uk.nums (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, v INT) "
-                        "ENGINE=InnoDB")
-            for n in range(25):  # (50 rows: within FOLD_MAX_PARTS parts of a row)
-                cur.execute("INSERT INTO uk.nums VALUES (%s, %s), (%s, %s)",
-                            (n, n, top - n, -n))
-            srv.flush_binary_logs()
-            for n in range(0, 25, 3):
-                cur.execute("UPDATE uk.nums SET v = v + 100 WHERE id = %s", (top - n,))
-            for n in range(1, 25, 7):
-                cur.execute("UPDATE uk.nums SET id = %s WHERE id = %s", (2**63 + n, n))
-            for n in range(2, 25, 11):
-                cur.execute("DELETE FROM uk.nums WHERE id = %s", (top - n,))
-            cur.execute("UPDATE uk.nums SET id = 5000, v = 7 WHERE id = %s", (top - 1,))
-            srv.flush_binary_logs()
-            cur.execute("SELECT id, v FROM uk.nums")
-            want = sorted((int(i), v) for i, v in cur.fetchall())
-        files = [str(p) for p in copy_files(srv.closed_binlog_files(), base / "binlogs")]
-    finally:
-        srv.stop(timeout=30)
+
+    def night1(cur: Any) -> None:
+        cur.execute("CREATE DATABASE uk")
+        cur.execute("CREATE TABLE uk.nums (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, v INT) "
+                    "ENGINE=InnoDB")
+        for n in range(25):  # (50 rows: within FOLD_MAX_PARTS parts of a row)
+            cur.execute("INSERT INTO uk.nums VALUES (%s, %s), (%s, %s)", (n, n, top - n, -n))
+
+    def night2(cur: Any) -> None:
+        for n in range(0, 25, 3):
+            cur.execute("UPDATE uk.nums SET v = v + 100 WHERE id = %s", (top - n,))
+        for n in range(1, 25, 7):
+            cur.execute("UPDATE uk.nums SET id = %s WHERE id = %s", (2**63 + n, n))
+        for n in range(2, 25, 11):
+            cur.execute("DELETE FROM uk.nums WHERE id = %s", (top - n,))
+        cur.execute("UPDATE uk.nums SET id = 5000, v = 7 WHERE id = %s", (top - 1,))
+
+    files, rows = _two_binlogs(tmp_path_factory.mktemp("ukey-srv"), mariadb_template,
+                               night1, night2, "SELECT id, v FROM uk.nums")
+    want = sorted((int(i), v) for i, v in rows)
     assert len(files) == 2 and len(want) > 40 and max(want)[0] == top
     got = _folded_in_parts(spark, tmp_path_factory, monkeypatch, files, "typed-lake-ukey",
                            "typed_u", "uk", "nums", "id, v")
