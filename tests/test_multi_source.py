@@ -279,3 +279,10 @@ def test_dags_of_two_sources_one_broken(fresh_mariadb: MariaDBServer, tmp_path: 
     store = LocalStore(tmp_path / "home" / "archive")
     assert [o.name for o in store.list("good")] == closed
     assert list(store.list("broken")) == []
+
+
+def test_mirror_counts_setting() -> None:
+    assert Settings().mirror_counts == "night"
+    assert load_settings(env={"BINLAKE_MIRROR_COUNTS": "lake"}).mirror_counts == "lake"
+    with pytest.raises(ConfigError, match="mirror_counts: 'all' is not night or lake"):
+        load_settings(env={"BINLAKE_MIRROR_COUNTS": "all"})

@@ -486,3 +486,64 @@ def test_facts_partly_from_the_lake(spark: Any, tmp_path_factory: pytest.TempPat
     assert notes["facts_from_load"] == [first, second] and notes["read_again"] == [], notes
     assert notes["events"] == counted
     assert _stream_results(two) == _stream_results(again)
+
+
+
+def _mirror_result(report: Any) -> tuple[dict[str, Any], list[list[str]]]:
+    """(details, the unexpected [expected, actual] pairs) of reconciliation.mirror_counts."""
+    result = next(r for r in report.results if r["expectation"] == "reconciliation.mirror_counts")
+    return result["details"], [list(p) for p in result["details"]["unexpected"]]
+
+
+@pytest.mark.integration
+def test_mirror_counts_of_a_night_on_a_branch(spark: Any, stream: dict[str, Any],
+                                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Night 1 (files 1-2) on main, night 2 (files 3-4) on a branch.  The branch's check
+    compares what the night changed (the mirrors' rows at the branch's head minus at its fork
+    point, against the night's inserts - deletes), without reading night 1's row changes: it
+    passes when one of them is lost (which the whole-lake check reports), and fails when a
+    mirror row the night wrote is lost."""
+    from binlake.lake.job import run_load
+    from binlake.lake.typed_plan import table_names
+
+    settings = make_settings(spark, tmp_path_factory.mktemp("gx-night"), "night")
+    files = stream["files"]
+    night1, night2 = files[:2], files[2:]
+    assert not run_load(spark, settings, [str(f) for f in night1], run_id="n1").failed
+    assert not run_load(spark, settings, [str(f) for f in night2], run_id="n2",
+                        branch="n2").failed
+    # main moves on after the fork, as when another source's night is published: a row of
+    # source "other" in row_changes and in d.t's mirror (the fork points are then older
+    # snapshots of main; the other source's rows are not counted)
+    from pyspark.sql import functions as F
+
+    mirror = settings.table(table_names("d", "t")[1])
+    assert spark.conf.get("spark.wap.branch", None) is None
+    for table, column in ((settings.table("row_changes"), "source"), (mirror, "_source")):
+        spark.table(table).limit(1).withColumn(column, F.lit("other")).writeTo(table).append()
+    night = run(spark, settings, night2, lake=True, run_id="night", branch="n2")
+    assert night.success and not night.failed(), show(night)
+    details, _ = _mirror_result(night)
+    assert details["scope"] == "night" and details["order_seqs"] == [3, 4], details
+    # the night's tables: d.t (XA x1's insert committed in file 3, one more insert, an
+    # update: +2) and d.m (one insert: +1)
+    assert details["element_count"] == 2, details
+    assert set(details["fork_points"]) == {"d.t", "d.m"}, details
+    # night 1's insert of d.t's row 3 lost from the branch's history
+    spark.sql(f"DELETE FROM {settings.table('row_changes')}.branch_n2 WHERE db = 'd' "
+              "AND tbl = 't' AND op = 'insert' AND after LIKE '%\"a\":3%'")
+    night = run(spark, settings, night2, lake=True, run_id="night-2", branch="n2")
+    assert night.success and not night.failed(), show(night)
+    whole = run(spark, dataclasses.replace(settings, mirror_counts="lake"), night2, lake=True,
+                run_id="whole", branch="n2")
+    assert failed(whole) == {"reconciliation.mirror_counts"}, show(whole)
+    details, pairs = _mirror_result(whole)
+    # d.t: 6 inserts - 1 of them lost - 1 delete = 4, against the mirror's 5 rows
+    assert details["scope"] == "lake" and pairs == [["4", "5"]], details
+    # a row the night wrote lost from the branch's mirror of d.t: night 2 +2, the mirror +1
+    spark.sql(f"DELETE FROM {mirror}.branch_n2 WHERE a = 11")
+    broken = run(spark, settings, night2, lake=True, run_id="broken", branch="n2")
+    assert failed(broken, "warning") == {"reconciliation.mirror_counts"}, show(broken)
+    assert failed(broken) == {"reconciliation.mirror_counts"}, show(broken)
+    details, pairs = _mirror_result(broken)
+    assert details["scope"] == "night" and pairs == [["2", "1"]], details

@@ -73,6 +73,11 @@ class Settings:
     s3_endpoint_url: str = ""
     # XA prepared longer than this (seconds) is flagged by verify / the expectations
     xa_max_age: float = 86400.0
+    # What validation's mirror counts compare (docs/validation.md): "night", on a
+    # write-audit-publish branch, each mirror's change over the branch against the night's
+    # inserts - deletes (the lake's history is not read again); "lake", every mirror against
+    # the source's whole row_changes history (a scan that grows with the lake)
+    mirror_counts: str = "night"
     # Great Expectations Data Docs of `binlake validate` (a directory or s3:// prefix);
     # default: <home>/data_docs
     data_docs_dir: str = ""
@@ -209,6 +214,8 @@ class Settings:
             raise ConfigError(f"source: {self.source!r} must be a non-empty label without '/'")
         if self.xa_max_age <= 0:
             raise ConfigError(f"xa_max_age: {self.xa_max_age} must be positive")
+        if self.mirror_counts not in ("night", "lake"):
+            raise ConfigError(f"mirror_counts: {self.mirror_counts!r} is not night or lake")
         if self.archive_multipart_bytes < 5 << 20:
             raise ConfigError(f"archive_multipart_bytes: {self.archive_multipart_bytes} is "
                               "below S3's 5 MiB minimum part size")

@@ -43,15 +43,18 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
 
 
 def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
-               columns: tuple[str, ...]) -> dict[tuple[Any, ...], int]:
+               columns: tuple[str, ...], *, branch: str | None = None,
+               snapshot_id: int | None = None) -> dict[tuple[Any, ...], int]:
     """Rows of ``table`` matching ``row_filter``, counted per value of ``columns``, read
     on the driver one record batch at a time (memory bounded by a batch, not the rows: a
-    night's ``row_changes`` are millions)."""
+    night's ``row_changes`` are millions).  The snapshot: ``snapshot_id`` when given, else
+    as :func:`read_rows` (``branch``'s when the table has it, else main's)."""
     from collections import Counter
 
     import pyarrow as pa
 
-    _, scan = _scan(spark, table, io_properties(settings), row_filter, columns)
+    _, scan = _scan(spark, table, io_properties(settings), row_filter, columns, branch,
+                    snapshot_id)
     if scan is None:
         return {}
     out: Counter[tuple[Any, ...]] = Counter()
@@ -87,20 +90,65 @@ def plan_matches(spark: Any, table: str, condition: str) -> bool | None:
 
 
 def _scan(spark: Any, table: str, props: dict[str, str], row_filter: Any,
-          columns: tuple[str, ...] = ("*",), branch: str | None = None) -> tuple[Any, Any]:
-    """(the pyiceberg table of ``table``'s current metadata, its scan of the snapshot
-    Spark reads, :func:`_snapshot`: None when never written there)."""
+          columns: tuple[str, ...] = ("*",), branch: str | None = None,
+          snapshot_id: int | None = None) -> tuple[Any, Any]:
+    """(the pyiceberg table of ``table``'s current metadata, its scan of ``snapshot_id`` or
+    else the snapshot Spark reads, :func:`_snapshot`: None when never written there)."""
     from pyiceberg.table import StaticTable
 
     jtable = java_table(spark, table)
-    snap = _snapshot(spark, jtable, branch)
+    if snapshot_id is None:
+        snap = _snapshot(spark, jtable, branch)
+        snapshot_id = None if snap is None else int(snap.snapshotId())
     static = StaticTable.from_metadata(
         jtable.operations().current().metadataFileLocation(), properties=props)
-    if snap is None:
+    if snapshot_id is None:
         return static, None
     return static, _scan_class()(table_metadata=static.metadata, io=static.io,
                                  row_filter=row_filter, selected_fields=columns,
-                                 snapshot_id=int(snap.snapshotId()))
+                                 snapshot_id=snapshot_id)
+
+
+# branch_base(): the branch's head, and where it left main (None: the table was created on
+# the branch, or main has no snapshot the branch descends from)
+BranchBase = tuple[int, int | None]
+
+
+def branch_base(spark: Any, table: str, branch: str) -> BranchBase | None:
+    """(``branch``'s head snapshot, the snapshot it was forked from) of ``table`` (a full
+    name), read from the table's metadata without a Spark job; None when the table has no
+    such branch.  The fork point is the newest ancestor of the branch's head that is also an
+    ancestor of main (main may have moved on since: another source's night published), or
+    None when there is none (the table did not exist on main when the branch was made).
+    Raises LookupError when an ancestor on the way has expired from the metadata: the fork
+    point cannot be known."""
+    jtable = java_table(spark, table)
+    if not has_branch(jtable, branch):
+        return None
+    head = jtable.snapshot(branch)
+
+    def parent(snap: Any) -> Any:
+        pid = snap.parentId()
+        if pid is None:
+            return None
+        found = jtable.snapshot(int(pid))
+        if found is None:
+            raise LookupError(f"{table}: snapshot {int(pid)} (an ancestor of branch "
+                              f"{branch}) has expired")
+        return found
+
+    on_main: set[int] = set()
+    snap = jtable.currentSnapshot()
+    while snap is not None:
+        on_main.add(int(snap.snapshotId()))
+        pid = snap.parentId()
+        snap = None if pid is None else jtable.snapshot(int(pid))
+    snap = head
+    while snap is not None:
+        if int(snap.snapshotId()) in on_main:
+            return int(head.snapshotId()), int(snap.snapshotId())
+        snap = parent(snap)
+    return int(head.snapshotId()), None
 
 
 def _snapshot(spark: Any, jtable: Any, branch: str | None = None) -> Any:

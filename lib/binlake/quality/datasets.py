@@ -11,6 +11,7 @@ files before it, in order) and the position findings between ranges.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ from ..txn.streamfacts import op_counts
 from ..txn.xa import load_pending
 from . import facts as X
 from . import reread
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -498,31 +501,94 @@ def build_reconciliation(spark: Any, settings: Settings, stream: StreamData, rea
     return recon, notes
 
 
-def build_mirrors(spark: Any, settings: Settings, read: Any) -> Any:
-    """Per mirror table: rows in it for the source vs inserts - deletes in row_changes (of
-    the whole lake, not only the run's files: it needs nothing of the stream, and is
-    computed beside it)."""
+def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
+                  ) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """(mirrors, notes): per mirror table, its rows for the source against the inserts -
+    deletes of ``row_changes`` (nothing of the stream: computed beside it).
+
+    ``night`` (``settings.mirror_counts``, when the lake is read on a write-audit-publish
+    branch that ``row_changes`` has): what the branch changed, on both sides: each mirror's
+    rows at the branch's head minus at its fork point (:func:`driver_read.branch_base`),
+    against the inserts - deletes of the run's files (``seqs``) in ``row_changes`` at the
+    head minus at the fork point.  Only the night's ``row_changes`` are read (their files
+    pruned by ``order_seq``), so the check costs the night, not the lake's history; a lake
+    whose every night passed is consistent as a whole.  A mirror is checked when the night
+    has row changes of its table.  ``lake`` (or no such branch): each mirror's rows against
+    the whole history."""
     from pyspark.sql import functions as F
 
+    from ..lake.driver_read import all_of, branch_base, count_rows, eq, is_in
     from ..lake.tables import ROW_CHANGES
     from ..lake.typed_plan import table_names
 
-    rc = read(ROW_CHANGES)
     schema = "table STRING, expected STRING, actual STRING"
+    note = "mirror_counts"
+    rc = read(ROW_CHANGES)
     if rc is None:
-        return local_frame(spark, [], schema)
-    per_table = rc.where(F.col("source") == settings.source).groupBy("db", "tbl").agg(
-        (F.count_if(F.col("op") == "insert") - F.count_if(F.col("op") == "delete"))
-        .alias("n")).collect()
-    from ..lake.driver_read import eq
-
-    rows = []
-    for r in per_table:
-        _, mirror = table_names(r["db"], r["tbl"])
-        # (the source's rows counted on the driver: one column read, position deletes
-        # applied; a Spark count was a job per mirror)
-        got = read.rows(mirror, eq("_source", settings.source), ("_source",))
-        if got is None:
+        return local_frame(spark, [], schema), {}
+    source = eq("source", settings.source)
+    bases = None
+    if settings.mirror_counts == "night" and read.branch:
+        try:
+            bases = branch_base(spark, settings.table(ROW_CHANGES), read.branch)
+        except LookupError as exc:
+            log.warning("validate: mirror counts over the whole lake: %s", exc)
+    if bases is None:
+        net = _net_per_table(rc.where(F.col("source") == settings.source))
+        rows = []
+        for (db, tbl), n in sorted(net.items()):
+            got = read.rows(table_names(db, tbl)[1], eq("_source", settings.source),
+                            ("_source",))
+            if got is not None:
+                rows.append((f"{db}.{tbl}", str(n), str(got.num_rows)))
+        return local_frame(spark, rows, schema), {"reconciliation." + note: {
+            "scope": "lake", "note": "every mirror against the source's whole row_changes"}}
+    _, rc_base = bases
+    net = _net_per_table(rc.where((F.col("source") == settings.source)
+                                  & F.col("order_seq").isin(seqs)))
+    before: dict[tuple[Any, ...], int] = {}
+    if rc_base is not None:  # (usually no data file: those of the night's order_seq are new)
+        before = count_rows(spark, settings, settings.table(ROW_CHANGES),
+                            all_of(source, is_in("order_seq", seqs)), ("db", "tbl", "op"),
+                            snapshot_id=rc_base)
+    for (db, tbl, op), n in before.items():
+        net[(db, tbl)] = net.get((db, tbl), 0) - {"insert": n, "delete": -n}.get(op, 0)
+    rows, forks = [], {}
+    for (db, tbl), n in sorted(net.items()):
+        mirror = settings.table(table_names(db, tbl)[1])
+        change = 0
+        try:
+            ends = (branch_base(spark, mirror, read.branch)
+                    if spark.catalog.tableExists(mirror) else None)
+        except LookupError as exc:
+            log.warning("validate: mirror %s.%s not checked: %s", db, tbl, exc)
             continue
-        rows.append((f"{r['db']}.{r['tbl']}", str(r["n"]), str(got.num_rows)))
-    return local_frame(spark, rows, schema)
+        if ends is not None:  # (no branch: the night did not write the mirror)
+            head, base = ends
+            change = _source_rows(spark, settings, mirror, head) - (
+                0 if base is None else _source_rows(spark, settings, mirror, base))
+            forks[f"{db}.{tbl}"] = base
+        rows.append((f"{db}.{tbl}", str(n), str(change)))
+    return local_frame(spark, rows, schema), {"reconciliation." + note: {
+        "scope": "night", "branch": read.branch, "order_seqs": sorted(seqs),
+        "fork_points": forks,
+        "note": "each mirror's change over the branch (rows at its head minus at its fork "
+                "point) against the night's inserts - deletes in row_changes"}}
+
+
+def _net_per_table(rc: Any) -> dict[tuple[Any, ...], int]:
+    """(db, tbl) -> inserts - deletes of the ``row_changes`` rows of ``rc``."""
+    from pyspark.sql import functions as F
+
+    return {(r["db"], r["tbl"]): r["n"] for r in rc.groupBy("db", "tbl").agg(
+        (F.count_if(F.col("op") == "insert") - F.count_if(F.col("op") == "delete"))
+        .alias("n")).collect()}
+
+
+def _source_rows(spark: Any, settings: Settings, mirror: str, snapshot_id: int) -> int:
+    """The source's rows in the mirror at a snapshot, counted on the driver (one column read,
+    position deletes applied; a Spark count was a job per mirror)."""
+    from ..lake.driver_read import count_rows, eq
+
+    return sum(count_rows(spark, settings, mirror, eq("_source", settings.source),
+                         ("_source",), snapshot_id=snapshot_id).values())

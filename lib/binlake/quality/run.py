@@ -270,7 +270,8 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
     with ThreadPoolExecutor(max_workers=1) as beside:
         # the mirrors' counts (a Spark job and driver reads, nothing of the stream) while
         # the stream's datasets are planned: both mostly wait on the JVM
-        mirrors_f = (beside.submit(D.build_mirrors, spark, settings, read)
+        mirrors_f = (beside.submit(D.build_mirrors, spark, settings, read,
+                                   sorted({f.seq for f in files}))
                      if read is not None else None)
         if read is not None:
             lake_groups = D.lake_pending_groups(spark, settings, min(f.seq for f in files),
@@ -284,8 +285,10 @@ def validate(spark: Any, settings: Settings, sources: list[str], *, run_id: str,
             notes = dict(stream.notes)
             if read is not None and mirrors_f is not None:
                 recon, lake_notes = D.build_reconciliation(spark, settings, stream, read)
-                frames.update(reconciliation=recon, mirrors=mirrors_f.result())
+                mirrors, mirror_notes = mirrors_f.result()
+                frames.update(reconciliation=recon, mirrors=mirrors)
                 notes.update(lake_notes)
+                notes.update(mirror_notes)
             t1 = time.time()
             with ThreadPoolExecutor(max_workers=4) as pool:  # small jobs: keep cores busy
                 frames = dict(zip(frames, pool.map(_pin, frames.values())))
