@@ -19,6 +19,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, TriggerRule, task
 
 from binlake.orchestrate import LAKE_TABLES, archive_asset_uri, dag_configs, table_asset_uri
+from binlake.orchestrate import airflow_aws_env as _aws_env
 
 
 def _s3_client(conn_id: str) -> Any:
@@ -28,32 +29,6 @@ def _s3_client(conn_id: str) -> Any:
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
     return S3Hook(aws_conn_id=conn_id).get_conn()
-
-
-def _aws_env(conn_id: str) -> dict[str, str]:
-    """The Airflow AWS connection's credentials (as its hook resolves them: keys, an assumed
-    role...), region and S3 endpoint_url as environment variables
-    (binlake.orchestrate.aws_env), read when the task runs; empty without a connection.
-    The secrets are registered with Airflow's log masker."""
-    if not conn_id:
-        return {}
-    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-    from airflow.sdk.log import mask_secret
-
-    from binlake.orchestrate import SECRET_ENV, aws_env
-
-    hook = S3Hook(aws_conn_id=conn_id)
-    try:
-        creds = hook.get_credentials()
-    except AttributeError:  # boto3 found none (no login, no chain): executors use their own
-        hook.log.warning("AWS connection %s: no credentials to pass on", conn_id)
-        creds = None
-    env = aws_env(access_key=creds and creds.access_key, secret_key=creds and creds.secret_key,
-                  token=creds and creds.token, region=hook.region_name,
-                  endpoint_url=hook.conn_config.get_service_endpoint_url("s3"))
-    for k in SECRET_ENV & env.keys():
-        mask_secret(env[k])
-    return env
 
 
 @contextmanager

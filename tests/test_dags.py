@@ -74,7 +74,8 @@ def _dagbag(airflow_home: Path) -> Any:
 def test_dags_import_without_errors(airflow_home: Path) -> None:
     bag = _dagbag(airflow_home)
     assert bag.import_errors == {}
-    assert {"binlake_archive", "binlake_nightly"} <= set(bag.dags)
+    assert {"binlake_archive", "binlake_nightly", "binlake_maintain"} <= set(bag.dags)
+    assert bag.dags["binlake_maintain"].max_active_runs == 1
     nightly = bag.dags["binlake_nightly"]
     assert nightly.max_active_runs == 1 and bag.dags["binlake_archive"].max_active_runs == 1
     assert {"files", "from_file", "to_file", "from_date", "to_date"} <= set(nightly.params)
@@ -119,6 +120,14 @@ def _snapshots(settings: Any) -> dict[str, int | None]:
     cat = pyiceberg_catalog(settings)
     return {t: cat.load_table(f"binlog.{t}").metadata.current_snapshot_id
             for t in ("files", "transactions", "row_changes", "xa_prepares", "xa_pending")}
+
+
+def _data_files(settings: Any) -> dict[str, int]:
+    from binlake.lake.spark import pyiceberg_catalog
+
+    cat = pyiceberg_catalog(settings)
+    return {t: len(cat.load_table(f"binlog.{t}").inspect.data_files())
+            for t in ("transactions", "row_changes", "stream_facts")}
 
 
 class Pipeline:
@@ -202,6 +211,11 @@ def nights(pipeline: Pipeline) -> Pipeline:
     p.night("n3")
     names = p.runs["closed3"]
     p.night("backfill", {"from_file": names[0], "to_file": names[-1]})
+    # the weekly upkeep between two nights: compaction and expiry change no row
+    before = {"tables": _tables(p.settings), "data_files": _data_files(p.settings)}
+    dr = p.bag.dags["binlake_maintain"].test()
+    p.runs["maintain"] = {"state": dr.state, "before": before, "tables": _tables(p.settings),
+                          "data_files": _data_files(p.settings)}
     # a corrupt file: one flipped byte inside a rows event of a closed file
     srv.execute("INSERT INTO shop.orders VALUES (4, 40.00)")
     srv.flush_binary_logs()
@@ -273,6 +287,15 @@ def test_corrupt_file_fails_validation_and_nothing_is_published(nights: Pipeline
     assert not any(r["file"] == bad for r in c["tables"]["row_changes"])
     assert not any(t["end_file"] == bad for t in c["tables"]["transactions"])
     assert all(f["status"] != "loaded" for f in c["tables"]["files"] if f["file"] == bad)
+
+
+def test_weekly_maintenance_keeps_every_row(nights: Pipeline) -> None:
+    m = nights.runs["maintain"]
+    assert m["state"] == "success"
+    assert m["tables"] == m["before"]["tables"]
+    # four loads (n1, n3, the backfill's reload) each left data files: joined
+    before, after = m["before"]["data_files"], m["data_files"]
+    assert all(after[t] < before[t] for t in before), (before, after)
 
 
 def test_archive_keys_and_metadata_on_s3(nights: Pipeline) -> None:

@@ -78,6 +78,9 @@ class Settings:
     # inserts - deletes (the lake's history is not read again); "lake", every mirror against
     # the source's whole row_changes history (a scan that grows with the lake)
     mirror_counts: str = "night"
+    # `binlake maintain` (lake/maintain.py): snapshots younger than this many days are kept
+    # (time travel), older ones expire with the files only they reference
+    snapshot_retain_days: float = 7.0
     # Great Expectations Data Docs of `binlake validate` (a directory or s3:// prefix);
     # default: <home>/data_docs
     data_docs_dir: str = ""
@@ -214,6 +217,9 @@ class Settings:
             raise ConfigError(f"source: {self.source!r} must be a non-empty label without '/'")
         if self.xa_max_age <= 0:
             raise ConfigError(f"xa_max_age: {self.xa_max_age} must be positive")
+        if not 0 <= self.snapshot_retain_days <= 36500:
+            raise ConfigError(f"snapshot_retain_days: {self.snapshot_retain_days} is not in "
+                              "0..36500")
         if self.mirror_counts not in ("night", "lake"):
             raise ConfigError(f"mirror_counts: {self.mirror_counts!r} is not night or lake")
         if self.archive_multipart_bytes < 5 << 20:

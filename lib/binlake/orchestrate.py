@@ -75,6 +75,7 @@ def dag_config(env: dict[str, str] | None = None) -> dict[str, Any]:
         "namespace": e.get("BINLAKE_NAMESPACE") or "binlog",
         "spark_conn_id": e.get("BINLAKE_AIRFLOW_SPARK_CONN_ID") or "binlake_spark",
         "nightly_cron": e.get("BINLAKE_AIRFLOW_NIGHTLY_CRON") or "0 2 * * *",
+        "maintain_cron": e.get("BINLAKE_AIRFLOW_MAINTAIN_CRON") or "0 5 * * 0",
         "archive_minutes": int(e.get("BINLAKE_AIRFLOW_ARCHIVE_MINUTES") or 15),
         "catchup": (e.get("BINLAKE_AIRFLOW_CATCHUP") or "").lower() in ("1", "true", "yes"),
         "start_date": e.get("BINLAKE_AIRFLOW_START_DATE") or "2025-01-01",
@@ -324,6 +325,30 @@ def aws_env(*, access_key: str | None = None, secret_key: str | None = None,
     return {k: v for k, v in env.items() if v}
 
 
+def airflow_aws_env(conn_id: str) -> dict[str, str]:
+    """In an Airflow task: the Airflow AWS connection's credentials (as its hook resolves
+    them: keys, an assumed role...), region and S3 endpoint_url as environment variables
+    (:func:`aws_env`), read when the task runs; empty without a connection.  The secrets are
+    registered with Airflow's log masker.  (Airflow is imported here only.)"""
+    if not conn_id:
+        return {}
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+    from airflow.sdk.log import mask_secret
+
+    hook = S3Hook(aws_conn_id=conn_id)
+    try:
+        creds = hook.get_credentials()
+    except AttributeError:  # boto3 found none (no login, no chain): executors use their own
+        hook.log.warning("AWS connection %s: no credentials to pass on", conn_id)
+        creds = None
+    env = aws_env(access_key=creds and creds.access_key, secret_key=creds and creds.secret_key,
+                  token=creds and creds.token, region=hook.region_name,
+                  endpoint_url=hook.conn_config.get_service_endpoint_url("s3"))
+    for k in SECRET_ENV & env.keys():
+        mask_secret(env[k])
+    return env
+
+
 def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any]:
     """The SparkSubmitOperator's application, args, jars, conf and environment.
 
@@ -522,6 +547,38 @@ def publish(settings: Settings, plan_: dict[str, Any], *,
                            f"(exit {res.returncode}): {res.stderr.strip()[-2000:]}")
     return {"published": True, "branch": plan_["branch"], "run_id": plan_["run_id"],
             "output": res.stdout.strip()[-2000:]}
+
+
+# -- maintain -------------------------------------------------------------------------------
+
+class LakeBusy(RuntimeError):
+    """A load holds the lake's lock: maintenance did not start (try again later)."""
+
+
+def maintain(*, env: dict[str, str] | None = None, config: str | None = None
+             ) -> dict[str, Any]:
+    """The weekly upkeep of the whole lake (``binlake maintain --json``, a process of its own:
+    its Spark session is not the task's): per table, compaction and snapshot expiry
+    (:mod:`binlake.lake.maintain`).  Returns its report; :class:`LakeBusy` when a load holds
+    the lock (exit 75), RuntimeError when it failed or a table's upkeep failed (the report
+    in the message).  ``env``: more of its environment (:func:`aws_env`: an S3
+    warehouse)."""
+    cmd = [sys.executable, "-m", "binlake.cli", "maintain", "--json"]
+    config = config or os.environ.get("BINLAKE_CONFIG")
+    if config:
+        cmd += ["--config", config]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                         env={**os.environ, **(env or {})})
+    if res.returncode == 75:
+        raise LakeBusy(f"binlake maintain: {res.stderr.strip()[-1000:]}")
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
+    report_ = json.loads(lines[-1]) if lines else None
+    if res.returncode != 0 or report_ is None:
+        failed = [f"{t['table']}: {t['error']}" for t in (report_ or {}).get("tables", [])
+                  if t.get("error")]
+        raise RuntimeError(f"binlake maintain failed (exit {res.returncode}): "
+                           + ("; ".join(failed) or res.stderr.strip()[-2000:]))
+    return report_
 
 
 # -- report ---------------------------------------------------------------------------------

@@ -49,6 +49,23 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     pb.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
     pb.set_defaults(func=cmd_publish)
 
+    mt = sub.add_parser("maintain", help="compact the lake's tables and expire old snapshots",
+                        description="Per table of the lake: Iceberg's rewrite_data_files "
+                        "(small files joined, position deletes applied), "
+                        "rewrite_position_delete_files and expire_snapshots, holding the load "
+                        "lock. Tables with an unpublished branch are skipped. The "
+                        "binlake_maintain DAG runs it weekly. See docs/lake.md, \"Upkeep\".")
+    mt.add_argument("--config", metavar="F", help="TOML settings file (see docs/lake.md)")
+    mt.add_argument("--master", metavar="URL", help="Spark master (default: spark_master)")
+    mt.add_argument("--retain-days", type=float, metavar="D",
+                    help="keep the snapshots of the last D days (default: "
+                    "snapshot_retain_days, 7)")
+    mt.add_argument("--table", action="append", metavar="T", dest="tables",
+                    help="only this table (short name; repeatable)")
+    mt.add_argument("--run-id", metavar="ID", help="the run's id in the lock file")
+    mt.add_argument("--json", action="store_true", help="print the report as JSON")
+    mt.set_defaults(func=cmd_maintain)
+
     ja = sub.add_parser("jvm-archive", help="build the driver JVM's class archive",
                         description="Build the class-data-sharing archive that the driver JVM "
                         "of binlake's local Spark sessions maps at start (about 3 s faster "
@@ -216,6 +233,56 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    import json
+    import time
+    import uuid
+
+    from ..config import ConfigError
+    from ..lake.lock import LoadLockedError, check_unlocked
+    from ..lake.maintain import lock_settings, maintain
+
+    if args.retain_days is not None and not 0 <= args.retain_days <= 36500:
+        raise UsageError(f"--retain-days: {args.retain_days} is not in 0..36500")
+
+    def check(settings: Any) -> None:  # a load holding the lock: stop before Spark starts
+        for s in lock_settings(settings):
+            check_unlocked(s)
+
+    try:
+        lake = lake_session(args.config, args.master, app_name="binlake maintain",
+                            check=check, debug=getattr(args, "debug", False))
+        if lake is None:
+            return 1
+        settings, spark = lake
+        run_id = args.run_id or ("maintain-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                                 + "-" + uuid.uuid4().hex[:6])
+        try:
+            done = maintain(spark, settings, run_id=run_id, retain_days=args.retain_days,
+                            tables=args.tables)
+        except Exception as exc:
+            if is_lake_write_error(exc):
+                raise lake_failure(settings, exc) from exc
+            raise
+    except ConfigError:
+        raise
+    except LoadLockedError as exc:
+        print(f"binlake: error: {exc}", file=sys.stderr)
+        return LOCKED
+    except ValueError as exc:  # a table the lake does not have
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps({"run_id": run_id, "tables": [u.as_dict() for u in done]}))
+    else:
+        for u in done:
+            what = (f"skipped: {u.skipped}" if u.skipped else
+                    f"data files {u.data_files[0]} -> {u.data_files[1]}, delete files "
+                    f"{u.delete_files[0]} -> {u.delete_files[1]}, snapshots "
+                    f"{u.snapshots[0]} -> {u.snapshots[1]} ({u.seconds:.1f} s)")
+            print(f"{u.table}: {what}" + (f"; FAILED {u.error}" if u.error else ""))
+    return 1 if any(u.error for u in done) else 0
 
 
 class _NoSpark(Exception):

@@ -70,8 +70,16 @@ def _after_killed(spark: Any, settings: Settings, run_id: str, summary: LoadSumm
     """The loads before this one that did not finish (their lock notes): their uncommitted
     data files go (:mod:`binlake.lake.orphans`); their files are loaded again by this run
     where given, as by any run (a file is marked loaded only once all of it is in)."""
+    summary.findings.extend(after_killed(spark, settings, run_id, notes))
+
+
+def after_killed(spark: Any, settings: Settings, run_id: str, notes: list[str]
+                 ) -> list[dict[str, Any]]:
+    """Remove what the runs of the lock's ``notes`` (loads or maintenances that did not
+    finish) wrote and never committed; a ``killed_run_cleaned`` finding for each."""
     stage = _stage_root(settings, run_id)
     started = time.time()  # the lock is ours since just now: nothing of this run is written
+    findings = []
     for note in notes:
         dead = DeadRun.parse(note)
         if dead is None:
@@ -79,12 +87,13 @@ def _after_killed(spark: Any, settings: Settings, run_id: str, summary: LoadSumm
         removed = remove_orphans(spark, settings, dead, started,
                                  global_lock=lock_is_global(settings),
                                  staging=None if stage is None else os.path.dirname(stage))
-        summary.findings.append({
+        findings.append({
             "kind": "killed_run_cleaned", "severity": "warning", "file": None, "pos": None,
             "source": settings.source,
             "message": f"an earlier load (run {dead.run_id}, source {dead.source}) did not "
                        f"finish; {len(removed)} data file(s) it wrote and never committed "
                        "were removed"})
+    return findings
 
 
 def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
