@@ -14,11 +14,14 @@ Then every table of both lakes (core, typed changelogs and mirrors) is read with
 compared cell by cell (``tests/lake_dump.py``: the columns that name the writing run aside);
 the final run must not hang (its time is bounded) and no data file of the killed runs may be
 left unreferenced.  Also a load written on a branch and ``binlake publish`` killed halfway:
-publishing again finishes it, and ``main`` equals the clean load.
+publishing again finishes it, and ``main`` equals the clean load; and ``binlake maintain``
+killed at random moments: the tables keep their rows, and the next maintenance leaves no
+unreferenced file.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -241,3 +244,40 @@ def test_validation_after_a_killed_load_reads_the_files_again(stream: Path,
 
     assert stream_results(got) == stream_results(want)
     assert len(stream_results(got)) >= 10
+
+
+def test_killed_maintenance_recovers(stream: Path, clean: tuple[Path, float, Any],
+                                     tmp_path: Path) -> None:
+    """``binlake maintain`` (compaction, expiry: lake/maintain.py) SIGKILLed at seeded random
+    moments of a clean maintenance's time, each kill hitting a new process, then run to
+    the end: every table still equals the clean load at every step, and at the end no data
+    file is left that no snapshot references (a kill inside expire_snapshots leaves the
+    expired files undeleted: the next maintenance's sweep takes them)."""
+    _, _, want = clean
+    seed = int(os.environ.get("BINLAKE_KILL_SEED") or random.SystemRandom().randrange(10**6))
+    rng = random.Random(seed)
+    ref, home = tmp_path / "ref", tmp_path / "lake"
+    for h in (ref, home):
+        assert run(h, "load", "--master", "local[2]", str(stream)).returncode == 0
+    t0 = time.monotonic()
+    done = run(ref, "maintain", "--retain-days", "0", "--master", "local[2]", "--json")
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not diff_lakes(want, dump(ref)) and not unreferenced_files(ref)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sum(t["rewritten_data_files"] for t in report["tables"]) > 0, report
+    moments = [round(took * rng.uniform(0.3, 0.95), 1) for _ in range(2)]
+    print(f"\nmaintenance kill test: seed {seed}, clean maintenance {took:.1f} s, "
+          f"kills at {moments} s")
+    for m in moments:
+        what = killed_at(home, m, "maintain", "--retain-days", "0", "--master", "local[2]")
+        diff = diff_lakes(want, dump(home))
+        assert not diff, f"seed {seed}, killed at {m} s ({what}):\n{diff}"
+    done = run(home, "maintain", "--retain-days", "0", "--master", "local[2]", "--json")
+    assert done.returncode == 0, f"seed {seed}: {done.stderr[-3000:]}"
+    swept = sum(t["swept_files"] for t in json.loads(
+        done.stdout.strip().splitlines()[-1])["tables"])
+    print(f"maintenance kill test: the last run removed {swept} unreferenced file(s)")
+    assert not diff_lakes(want, dump(home))
+    left = unreferenced_files(home)
+    assert not left, f"seed {seed}: {len(left)} unreferenced data files left: {left[:5]}"

@@ -19,7 +19,13 @@ procedures through Spark:
 2. ``rewrite_position_delete_files``: the delete files left joined;
 3. ``expire_snapshots``: snapshots older than ``retain_days`` dropped (at least the newest
    one kept), and the files only they referenced deleted.  Snapshots a branch references
-   are kept by Iceberg.
+   are kept by Iceberg;
+4. the files under the table's data directory that no snapshot references and that were
+   written before the lock was taken deleted (:func:`orphans.sweep_unreferenced`): what
+   a maintenance killed inside ``expire_snapshots`` had still to delete (the next load's
+   cleanup takes only files written while the killed run held the lock).  With per-source
+   locks (a shared catalog) only those older than three days, as Iceberg's
+   ``remove_orphan_files``.
 
 It holds the load lock (:mod:`binlake.lake.lock`: every configured source's where the lock is
 per source), so no load commits meanwhile; its note in the lock file is a load's, so a
@@ -42,6 +48,7 @@ from typing import Any
 from ..config import Settings
 from .commit import java_table
 from .lock import load_lock, lock_is_global
+from .orphans import ORPHAN_AGE, sweep_unreferenced
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,7 @@ class TableUpkeep:
     added_data_files: int = 0
     removed_delete_files: int = 0
     expired_files: int = 0  # data and delete files deleted with the expired snapshots
+    swept_files: int = 0  # files no snapshot references, deleted (a killed run's)
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -80,10 +88,14 @@ def maintain(spark: Any, settings: Settings, *, run_id: str, retain_days: float 
     with ExitStack() as locks:
         for s in lock_settings(settings):
             locks.enter_context(load_lock(s, run_id, killed=_cleanup(spark, s, run_id)))
+        locked = time.time()
         older_than = time.strftime("%Y-%m-%d %H:%M:%S",
-                                   time.gmtime(time.time() - days * 86400.0))
+                                   time.gmtime(locked - days * 86400.0))
+        # files no snapshot references are garbage when written before the lock was taken
+        # (the SQLite catalog's one lock: no other writer since); else Iceberg's margin
+        sweep_before = locked if lock_is_global(settings) else locked - ORPHAN_AGE
         for name in _tables(spark, settings, tables):
-            out.append(_one(spark, settings, name, older_than))
+            out.append(_one(spark, settings, name, older_than, sweep_before))
     return out
 
 
@@ -130,7 +142,8 @@ def _state(spark: Any, full: str) -> tuple[Any, int, int, int]:
             sum(1 for _ in jt.snapshots()))
 
 
-def _one(spark: Any, settings: Settings, name: str, older_than: str) -> TableUpkeep:
+def _one(spark: Any, settings: Settings, name: str, older_than: str,
+         sweep_before: float) -> TableUpkeep:
     t0 = time.time()
     full = f"{settings.catalog_name}.{settings.namespace}.{name}"
     ident = f"{settings.namespace}.{name}"
@@ -171,6 +184,8 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str) -> TableUpk
         up.expired_files = int(r["deleted_data_files_count"]) + int(
             r["deleted_position_delete_files_count"]) + int(
             r["deleted_equality_delete_files_count"])
+        step = "sweep"
+        up.swept_files = len(sweep_unreferenced(spark, settings, name, sweep_before))
     except Exception as exc:  # a Java or Spark error (Py4J, PySpark): recorded, next table
         if not any(c.__module__.split(".")[0] in ("py4j", "pyspark")
                    for c in type(exc).__mro__):

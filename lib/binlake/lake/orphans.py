@@ -141,3 +141,43 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
         log.warning("removed %d data file(s) that the killed run %s (source %s) had written "
                     "and not committed", len(removed), dead.run_id, dead.source)
     return removed
+
+
+def sweep_unreferenced(spark: Any, settings: Settings, name: str, before: float) -> list[str]:
+    """Delete the files under table ``name``'s data directory that no snapshot of any branch
+    references and that were last written before ``before`` (epoch seconds): what a killed
+    ``expire_snapshots`` had still to delete, or a run's uncommitted files.  For
+    :mod:`binlake.lake.maintain`, holding every load's lock: ``before`` is when it took them
+    (SQLite catalog: no other writer then), else :data:`ORPHAN_AGE` ago, as Iceberg's own
+    ``remove_orphan_files`` (a load of a source the configuration does not name takes a lock
+    of its own and may be writing).  Returns the paths deleted.  Best effort."""
+    import pyarrow.fs as pafs
+
+    from .commit import java_table
+    from .sink import data_filesystem
+
+    table = settings.table(name)
+    location = java_table(spark, table).location().rstrip("/") + "/data"
+    try:
+        fs, base = data_filesystem(location, settings.s3_endpoint_url)
+        infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    except OSError as exc:
+        log.warning("%s: cannot list %s for unreferenced files: %s", table, location, exc)
+        return []
+    old = [i for i in infos if i.type == pafs.FileType.File and i.mtime is not None
+           and i.mtime.timestamp() < before - SLACK]
+    if not old:
+        return []
+    referenced = _referenced(spark, table)
+    removed = []
+    for info in old:
+        if info.path in referenced:
+            continue
+        try:
+            fs.delete_file(info.path)
+            removed.append(info.path)
+        except OSError as exc:
+            log.warning("%s: cannot delete %s: %s", table, info.path, exc)
+    if removed:
+        log.warning("%s: removed %d data file(s) no snapshot references", table, len(removed))
+    return removed
