@@ -1,7 +1,7 @@
 """binlake_maintain: the lake's weekly upkeep (compaction, snapshot expiry), one DAG per lake.
 
 Wiring only: the work is ``binlake maintain`` (binlake.lake.maintain), run by
-binlake.orchestrate.maintain.  Nothing is read at import time but environment variables
+binlake.orchestrate.upkeep.maintain.  Nothing is read at import time but environment variables
 (binlake.orchestrate.dag_config): the schedule is ``$BINLAKE_AIRFLOW_MAINTAIN_CRON``
 (default Sundays 05:00 UTC).  The lake is one for all sources, so this DAG is one too,
 whatever ``[[sources]]`` configures.
@@ -48,7 +48,7 @@ with DAG(
     def maintain() -> dict[str, Any]:
         from binlake.config import load_settings
         from binlake.orchestrate import airflow_aws_env
-        from binlake.orchestrate import maintain as run_maintain
+        from binlake.orchestrate.upkeep import maintain as run_maintain
 
         settings = load_settings()
         return run_maintain(env=airflow_aws_env(settings.airflow_s3_conn_id))

@@ -271,6 +271,7 @@ def test_dags_of_two_sources_one_broken(fresh_mariadb: MariaDBServer, tmp_path: 
     out: dict[str, Any] = json.loads(line[-1][len("RESULT "):])
     assert out["errors"] == {}
     assert out["dags"] == ["binlake_archive__broken", "binlake_archive__good",
+                           "binlake_maintain",  # one for the lake, whatever the sources
                            "binlake_nightly__broken", "binlake_nightly__good"]
     assert "source:good" in out["tags"]["binlake_nightly__good"]
     runs = out["runs"]

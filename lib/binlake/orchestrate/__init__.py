@@ -27,10 +27,10 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
-from .archive.objectstore import ObjectStore, StoredObject, store_for
-from .config import Settings
-from .txn.files import binlog_file
-from .txn.model import XaXid
+from ..archive.objectstore import ObjectStore, StoredObject, store_for
+from ..config import Settings
+from ..txn.files import binlog_file
+from ..txn.model import XaXid
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def dag_configs(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     base = dag_config(e)
     sources: tuple[Any, ...] = ()
     if e.get("BINLAKE_CONFIG") or e.get("BINLAKE_SOURCES"):
-        from .config import load_settings
+        from ..config import load_settings
 
         sources = load_settings(env=e).sources
     if not sources:
@@ -108,7 +108,7 @@ def dag_configs(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
 
 def task_settings(cfg: dict[str, Any]) -> Settings:
     """The settings a DAG's task runs with (read when it runs): those of its source."""
-    from .config import load_settings
+    from ..config import load_settings
 
     settings = load_settings()
     return settings.for_source(cfg["source"]) if cfg.get("multi") else settings
@@ -132,7 +132,7 @@ def run_archive(settings: Settings, *, s3_client: Any = None,
     server connection (``remote``), then take a schema snapshot and store it beside the
     binlogs (:func:`schema_snapshot`: its result is the report's ``schema_snapshot``; a
     failure there is a warning, never a failed archive)."""
-    from .archive.archiver import archive, source_from_settings
+    from ..archive.archiver import archive, source_from_settings
 
     store = store_for(settings, client=s3_client)
     report = archive(source_from_settings(settings, remote=remote), store, settings.source)
@@ -150,8 +150,8 @@ def schema_snapshot(settings: Settings, remote: dict[str, Any], store: ObjectSto
     (docs/schema.md, "Snapshots").  Never raises: a failure is logged as a warning and
     returned as ``{"ok": False, "warning": ...}``.  ``connect(remote)``: a DB-API
     connection (default pymysql)."""
-    from .archive.snapshots import store_snapshot
-    from .schema.snapshot import take_snapshot
+    from ..archive.snapshots import store_snapshot
+    from ..schema.snapshot import take_snapshot
 
     try:
         conn = (connect or _pymysql_connect)(remote)
@@ -206,7 +206,7 @@ def read_table(settings: Settings, table: str, columns: Sequence[str], *,
     try:
         from pyiceberg.exceptions import NoSuchTableError
 
-        from .lake.spark import pyiceberg_catalog
+        from ..lake.spark import pyiceberg_catalog
     except ImportError:  # no pyiceberg on this worker
         log.warning("pyiceberg is not installed: cannot read %s", table)
         return []
@@ -301,7 +301,7 @@ def _store_label(settings: Settings) -> str:
 
 
 def default_load_job() -> str:
-    return str(Path(__file__).resolve().parents[2] / "jobs" / "load_audited.py")
+    return str(Path(__file__).resolve().parents[3] / "jobs" / "load_audited.py")
 
 
 DAG_LOCK_WAIT = 1800.0  # seconds the DAG's load waits for another load (lock_wait 0)
@@ -357,7 +357,7 @@ def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any
     endpoint, region); the credentials never: the load task puts them in spark-submit's
     environment when it runs (dags/binlake_nightly.py), and the driver passes them on to
     its executors (``build_session``)."""
-    from .lake.spark import SQLITE_JNI_DIRS, executor_env, jars_for
+    from ..lake.spark import SQLITE_JNI_DIRS, executor_env, jars_for
 
     args = ["--source-name", settings.source, "--run-id", plan_["run_id"]]
     if plan_["branch"]:
@@ -406,7 +406,7 @@ def load_summary_text(summary: dict[str, Any]) -> str:
     """The human summary of a load (``binlake.lake.summary.summary_text``) from its JSON form."""
     from dataclasses import fields
 
-    from .lake.summary import LoadSummary, summary_text
+    from ..lake.summary import LoadSummary, summary_text
 
     known = {f.name for f in fields(LoadSummary)}
     return summary_text(LoadSummary(**{k: v for k, v in summary.items() if k in known}))
@@ -490,8 +490,8 @@ def _validate_json(argv: Sequence[str]) -> int:
     Spark session and print its report as one JSON line."""
     import argparse
 
-    from .config import load_settings
-    from .lake.spark import WARM_MODULES, build_session
+    from ..config import load_settings
+    from ..lake.spark import WARM_MODULES, build_session
 
     p = argparse.ArgumentParser()
     p.add_argument("sources", nargs="*")
@@ -534,14 +534,8 @@ def publish(settings: Settings, plan_: dict[str, Any], *,
     --branch B --if-exists``: a retry after it succeeded, or a night that wrote nothing,
     finds no branch and does nothing).  ``env``: more of its environment (:func:`aws_env`:
     an S3 warehouse)."""
-    cmd = [sys.executable, "-m", "binlake.cli", "publish", "--branch", plan_["branch"],
-           "--if-exists"]
-    config = os.environ.get("BINLAKE_CONFIG")
-    if config:
-        cmd += ["--config", config]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                         env={**os.environ, **(env or {}),
-                              "BINLAKE_SOURCE": settings.source})
+    res = run_cli(["publish", "--branch", plan_["branch"], "--if-exists"],
+                   {**(env or {}), "BINLAKE_SOURCE": settings.source})
     if res.returncode != 0:
         raise RuntimeError(f"binlake publish --branch {plan_['branch']} failed "
                            f"(exit {res.returncode}): {res.stderr.strip()[-2000:]}")
@@ -549,36 +543,14 @@ def publish(settings: Settings, plan_: dict[str, Any], *,
             "output": res.stdout.strip()[-2000:]}
 
 
-# -- maintain -------------------------------------------------------------------------------
-
-class LakeBusy(RuntimeError):
-    """A load holds the lake's lock: maintenance did not start (try again later)."""
-
-
-def maintain(*, env: dict[str, str] | None = None, config: str | None = None
-             ) -> dict[str, Any]:
-    """The weekly upkeep of the whole lake (``binlake maintain --json``, a process of its own:
-    its Spark session is not the task's): per table, compaction and snapshot expiry
-    (:mod:`binlake.lake.maintain`).  Returns its report; :class:`LakeBusy` when a load holds
-    the lock (exit 75), RuntimeError when it failed or a table's upkeep failed (the report
-    in the message).  ``env``: more of its environment (:func:`aws_env`: an S3
-    warehouse)."""
-    cmd = [sys.executable, "-m", "binlake.cli", "maintain", "--json"]
-    config = config or os.environ.get("BINLAKE_CONFIG")
-    if config:
-        cmd += ["--config", config]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                         env={**os.environ, **(env or {})})
-    if res.returncode == 75:
-        raise LakeBusy(f"binlake maintain: {res.stderr.strip()[-1000:]}")
-    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
-    report_ = json.loads(lines[-1]) if lines else None
-    if res.returncode != 0 or report_ is None:
-        failed = [f"{t['table']}: {t['error']}" for t in (report_ or {}).get("tables", [])
-                  if t.get("error")]
-        raise RuntimeError(f"binlake maintain failed (exit {res.returncode}): "
-                           + ("; ".join(failed) or res.stderr.strip()[-2000:]))
-    return report_
+def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``binlake ARGS`` (with ``$BINLAKE_CONFIG``) in a process of its own, ``env`` added
+    to this one's environment; its output captured."""
+    config = os.environ.get("BINLAKE_CONFIG")
+    return subprocess.run([sys.executable, "-m", "binlake.cli", *args,
+                           *(["--config", config] if config else [])],
+                          capture_output=True, text=True, check=False,
+                          env={**os.environ, **env})
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -652,10 +624,3 @@ def report_text(r: dict[str, Any]) -> str:
 
 def store(settings: Settings, *, s3_client: Any = None) -> ObjectStore:
     return store_for(settings, client=s3_client)
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["validate-json"]:
-        sys.exit(_validate_json(sys.argv[2:]))
-    print("usage: python -m binlake.orchestrate validate-json [...]", file=sys.stderr)
-    sys.exit(2)
