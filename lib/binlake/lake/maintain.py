@@ -180,7 +180,7 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str,
                                            - int(r["added_delete_files_count"]))
         step = "expire_snapshots"
         r = spark.sql(f"{call}.expire_snapshots(table => '{ident}', "
-                      f"older_than => TIMESTAMP '{older_than}', retain_last => 1)").collect()[0]
+                      f"older_than => TIMESTAMP '{older_than}+00:00', retain_last => 1)").collect()[0]
         up.expired_files = int(r["deleted_data_files_count"]) + int(
             r["deleted_position_delete_files_count"]) + int(
             r["deleted_equality_delete_files_count"])
