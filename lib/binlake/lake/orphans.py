@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,11 +93,6 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
     import os
     import shutil
 
-    import pyarrow.fs as pafs
-
-    from .commit import java_table
-    from .sink import data_filesystem
-
     removed: list[str] = []
     if staging is not None and os.path.isdir(staging):
         for name in os.listdir(staging):
@@ -104,39 +100,15 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
                 shutil.rmtree(os.path.join(staging, name), ignore_errors=True)
                 removed.append(os.path.join(staging, name))
     now = time.time()
+
+    def theirs(mtime: float, base_name: str) -> bool:
+        if not dead.since - SLACK <= mtime < started + SLACK:
+            return False
+        return (global_lock or f"-{dead.run_id}-" in base_name
+                or now - mtime > ORPHAN_AGE)
+
     for name in _loaded_tables(spark, settings):
-        table = settings.table(name)
-        location = java_table(spark, table).location().rstrip("/") + "/data"
-        try:
-            fs, base = data_filesystem(location, settings.s3_endpoint_url)
-            infos = fs.get_file_info(pafs.FileSelector(base, recursive=True,
-                                                       allow_not_found=True))
-        except OSError as exc:
-            log.warning("%s: cannot list %s for a killed run's files: %s", table, location,
-                        exc)
-            continue
-
-        def theirs(info: Any) -> bool:
-            if info.type != pafs.FileType.File or info.mtime is None:
-                return False
-            mtime = info.mtime.timestamp()
-            if not dead.since - SLACK <= mtime < started + SLACK:
-                return False
-            return (global_lock or f"-{dead.run_id}-" in info.base_name
-                    or now - mtime > ORPHAN_AGE)
-
-        candidates = [i for i in infos if theirs(i)]
-        if not candidates:
-            continue
-        referenced = _referenced(spark, table)
-        for info in candidates:
-            if info.path in referenced:
-                continue
-            try:
-                fs.delete_file(info.path)
-                removed.append(info.path)
-            except OSError as exc:
-                log.warning("%s: cannot delete %s: %s", table, info.path, exc)
+        removed += _delete_unreferenced(spark, settings, name, theirs, "a killed run's files")
     if removed:
         log.warning("removed %d data file(s) that the killed run %s (source %s) had written "
                     "and not committed", len(removed), dead.run_id, dead.source)
@@ -151,6 +123,21 @@ def sweep_unreferenced(spark: Any, settings: Settings, name: str, before: float)
     (SQLite catalog: no other writer then), else :data:`ORPHAN_AGE` ago, as Iceberg's own
     ``remove_orphan_files`` (a load of a source the configuration does not name takes a lock
     of its own and may be writing).  Returns the paths deleted.  Best effort."""
+    removed = _delete_unreferenced(spark, settings, name,
+                                   lambda mtime, _: mtime < before - SLACK,
+                                   "unreferenced files")
+    if removed:
+        log.warning("%s: removed %d data file(s) no snapshot references",
+                    settings.table(name), len(removed))
+    return removed
+
+
+def _delete_unreferenced(spark: Any, settings: Settings, name: str,
+                         chosen: Callable[[float, str], bool], purpose: str) -> list[str]:
+    """Delete the files under table ``name``'s data directory that ``chosen(mtime, base
+    name)`` picks and no snapshot of any branch references (``_referenced``, read only
+    when some file is picked).  Returns the paths deleted; a directory that cannot be
+    listed, or a file that cannot be deleted, is logged and left."""
     import pyarrow.fs as pafs
 
     from .commit import java_table
@@ -162,15 +149,15 @@ def sweep_unreferenced(spark: Any, settings: Settings, name: str, before: float)
         fs, base = data_filesystem(location, settings.s3_endpoint_url)
         infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
     except OSError as exc:
-        log.warning("%s: cannot list %s for unreferenced files: %s", table, location, exc)
+        log.warning("%s: cannot list %s for %s: %s", table, location, purpose, exc)
         return []
-    old = [i for i in infos if i.type == pafs.FileType.File and i.mtime is not None
-           and i.mtime.timestamp() < before - SLACK]
-    if not old:
+    candidates = [i for i in infos if i.type == pafs.FileType.File and i.mtime is not None
+                  and chosen(i.mtime.timestamp(), i.base_name)]
+    if not candidates:
         return []
     referenced = _referenced(spark, table)
     removed = []
-    for info in old:
+    for info in candidates:
         if info.path in referenced:
             continue
         try:
@@ -178,6 +165,4 @@ def sweep_unreferenced(spark: Any, settings: Settings, name: str, before: float)
             removed.append(info.path)
         except OSError as exc:
             log.warning("%s: cannot delete %s: %s", table, info.path, exc)
-    if removed:
-        log.warning("%s: removed %d data file(s) no snapshot references", table, len(removed))
     return removed
