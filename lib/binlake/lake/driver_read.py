@@ -43,18 +43,18 @@ def read_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
 
 
 def count_rows(spark: Any, settings: Settings, table: str, row_filter: Any,
-               columns: tuple[str, ...], *, branch: str | None = None,
-               snapshot_id: int | None = None) -> dict[tuple[Any, ...], int]:
+               columns: tuple[str, ...], *, snapshot_id: int | None = None
+               ) -> dict[tuple[Any, ...], int]:
     """Rows of ``table`` matching ``row_filter``, counted per value of ``columns``, read
     on the driver one record batch at a time (memory bounded by a batch, not the rows: a
     night's ``row_changes`` are millions).  The snapshot: ``snapshot_id`` when given, else
-    as :func:`read_rows` (``branch``'s when the table has it, else main's)."""
+    the one Spark reads (:func:`_snapshot`)."""
     from collections import Counter
 
     import pyarrow as pa
 
-    _, scan = _scan(spark, table, io_properties(settings), row_filter, columns, branch,
-                    snapshot_id)
+    _, scan = _scan(spark, table, io_properties(settings), row_filter, columns,
+                    snapshot_id=snapshot_id)
     if scan is None:
         return {}
     out: Counter[tuple[Any, ...]] = Counter()

@@ -149,8 +149,8 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str,
     ident = f"{settings.namespace}.{name}"
     up = TableUpkeep(full)
     jt, files0, deletes0, snaps0 = _state(spark, full)
-    branches = sorted(str(b) for b in jt.refs().keySet()
-                      if b != "main" and jt.refs().get(b).isBranch())
+    refs = jt.refs()
+    branches = sorted(str(b) for b in refs.keySet() if b != "main" and refs.get(b).isBranch())
     up.data_files = (files0, files0)
     up.delete_files = (deletes0, deletes0)
     up.snapshots = (snaps0, snaps0)

@@ -522,7 +522,6 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
     from ..lake.typed_plan import table_names
 
     schema = "table STRING, expected STRING, actual STRING"
-    note = "mirror_counts"
     rc = read(ROW_CHANGES)
     if rc is None:
         return local_frame(spark, [], schema), {}
@@ -541,7 +540,7 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
                             ("_source",))
             if got is not None:
                 rows.append((f"{db}.{tbl}", str(n), str(got.num_rows)))
-        return local_frame(spark, rows, schema), {"reconciliation." + note: {
+        return local_frame(spark, rows, schema), {"reconciliation.mirror_counts": {
             "scope": "lake", "note": "every mirror against the source's whole row_changes"}}
     _, rc_base = bases
     net = _net_per_table(rc.where((F.col("source") == settings.source)
@@ -569,7 +568,7 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
                 0 if base is None else _source_rows(spark, settings, mirror, base))
             forks[f"{db}.{tbl}"] = base
         rows.append((f"{db}.{tbl}", str(n), str(change)))
-    return local_frame(spark, rows, schema), {"reconciliation." + note: {
+    return local_frame(spark, rows, schema), {"reconciliation.mirror_counts": {
         "scope": "night", "branch": read.branch, "order_seqs": sorted(seqs),
         "fork_points": forks,
         "note": "each mirror's change over the branch (rows at its head minus at its fork "
