@@ -176,3 +176,92 @@ def test_maintain_waits_for_no_load(spark: Any, tmp_path_factory: pytest.TempPat
         config.write_text(f'home = "{settings.home}"\ncatalog_name = "{settings.catalog_name}"\n')
         assert main(["maintain", "--config", str(config)]) == 75
     assert main(["maintain", "--config", str(config), "--json"]) == 0
+
+
+def _metadata_files(settings: Any, table: str) -> set[str]:
+    meta = settings.home_path / "warehouse" / settings.namespace / table / "metadata"
+    return {p.name for p in meta.iterdir() if p.is_file()}
+
+
+def test_maintain_bounds_the_metadata(spark: Any, nights: dict[str, Any],
+                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tables are made with the metadata retention properties; a lake made before them (here:
+    the properties taken away, and the metadata log cut to 2 versions by hand, which leaves
+    the cut versions on disk) gets them from maintenance, which also deletes the metadata
+    files the tables no longer use (the cut versions, a killed commit's manifest and
+    manifest list) and keeps every one they use: each kept snapshot still reads."""
+    import os
+    import shutil
+    import time
+
+    from binlake.lake.job import run_load
+    from binlake.lake.maintain import maintain
+    from binlake.lake.tables import METADATA_RETENTION, ROW_CHANGES
+
+    settings = _lake(spark, tmp_path_factory.mktemp("maintain-meta"), "meta")
+    by_night = {n: [f for k, f in nights["files"] if k == n] for n in (1, 2, 3)}
+    assert not run_load(spark, settings, by_night[1][:1], run_id="a0").failed
+    ns = f"{settings.catalog_name}.{settings.namespace}"
+    names = sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {ns}").collect())
+    assert any(n.startswith("mirror__") for n in names) and ROW_CHANGES in names, names
+    for n in names:  # every table a load makes, typed ones included
+        props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {ns}.{n}").collect()}
+        assert {k: props.get(k) for k in METADATA_RETENTION} == METADATA_RETENTION, (n, props)
+    # the lake as binlake made it before: no retention; the log cut to 2 by hand
+    for n in names:
+        spark.sql(f"ALTER TABLE {ns}.{n} UNSET TBLPROPERTIES ("
+                  + ", ".join(f"'{k}'" for k in METADATA_RETENTION) + ")")
+        spark.sql(f"ALTER TABLE {ns}.{n} SET TBLPROPERTIES "
+                  "('write.metadata.previous-versions-max'='2')")
+    for i, f in enumerate(by_night[1][1:] + by_night[2]):
+        assert not run_load(spark, settings, [f], run_id=f"a{i + 1}").failed
+    before = _contents(spark, settings)
+    rc = settings.table(ROW_CHANGES)
+    meta_dir = settings.home_path / "warehouse" / settings.namespace / ROW_CHANGES / "metadata"
+    on_disk = _metadata_files(settings, ROW_CHANGES)
+    versions = {n for n in on_disk if n.endswith(".metadata.json")}
+    in_log = {os.path.basename(r[0]) for r in spark.sql(
+        f"SELECT file FROM {rc}.metadata_log_entries").collect()}
+    assert len(in_log) <= 3 and len(versions) > len(in_log) + 3, (in_log, versions)
+    # a killed commit's manifest and manifest list (copies of real ones, so they are real
+    # Avro), and a file of another kind, all written an hour ago
+    manifest = next(n for n in on_disk if n.endswith("-m0.avro"))
+    snap_list = next(n for n in on_disk if n.startswith("snap-"))
+    planted = {"0f0f0f0f-0000-4000-8000-000000000000-m0.avro": manifest,
+               "snap-42-1-0f0f0f0f-0000-4000-8000-000000000000.avro": snap_list,
+               "stats-0f0f.puffin": manifest}
+    hour_ago = time.time() - 3600
+    for new, src in planted.items():
+        shutil.copyfile(meta_dir / src, meta_dir / new)
+        os.utime(meta_dir / new, (hour_ago, hour_ago))
+    snapshots = [r[0] for r in spark.sql(f"SELECT snapshot_id FROM {rc}.snapshots").collect()]
+    counts = {s: spark.sql(f"SELECT count(*) FROM {rc} VERSION AS OF {s}").collect()[0][0]
+              for s in snapshots}
+    assert len(snapshots) >= 5 and len(set(counts.values())) > 1, counts
+
+    done = {u.table.rsplit(".", 1)[1]: u
+            for u in maintain(spark, settings, run_id="mt-meta", retain_days=30)}
+    assert not [u for u in done.values() if u.error], done
+    assert [n for n in names if not done[n].retention_set] == [], done
+    assert _contents(spark, settings) == before
+    after = _metadata_files(settings, ROW_CHANGES)
+    assert "stats-0f0f.puffin" in after  # not a kind of file a commit writes: never swept
+    assert not {n for n in planted if n.endswith(".avro")} & after, after
+    in_log = {os.path.basename(r[0]) for r in spark.sql(
+        f"SELECT file FROM {rc}.metadata_log_entries").collect()}
+    assert {n for n in after if n.endswith(".metadata.json")} == in_log, (after, in_log)
+    assert done[ROW_CHANGES].swept_metadata_files >= len(versions) - 3 + 2, done[ROW_CHANGES]
+    props = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {rc}").collect()}
+    assert props["write.metadata.delete-after-commit.enabled"] == "true"
+    assert props["write.metadata.previous-versions-max"] == "2"  # a value set by hand stays
+    # every snapshot kept still reads (its manifest list and manifests were kept), the same
+    for s, n in counts.items():
+        assert spark.sql(f"SELECT count(*) FROM {rc} VERSION AS OF {s}").collect()[0][0] == n
+
+    # from now on each commit deletes the versions out of the log: the lake stays bounded
+    assert not run_load(spark, settings, by_night[3], run_id="a-last").failed
+    after = _metadata_files(settings, ROW_CHANGES)
+    versions = {n for n in after if n.endswith(".metadata.json")}
+    assert len(versions) <= 3, versions
+    spark.sql(f"REFRESH TABLE {rc}")
+    assert spark.sql(f"SELECT count(*) FROM {rc}").collect()[0][0] > max(counts.values())

@@ -282,6 +282,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
                     f"{u.delete_files[0]} -> {u.delete_files[1]}, snapshots "
                     f"{u.snapshots[0]} -> {u.snapshots[1]}"
                     + (f", {u.swept_files} unreferenced file(s) removed" if u.swept_files else "")
+                    + (f", {u.swept_metadata_files} unused metadata file(s) removed"
+                       if u.swept_metadata_files else "")
                     + f" ({u.seconds:.1f} s)")
             print(f"{u.table}: {what}" + (f"; FAILED {u.error}" if u.error else ""))
     return 1 if any(u.error for u in done) else 0

@@ -20,12 +20,19 @@ procedures through Spark:
 3. ``expire_snapshots``: snapshots older than ``retain_days`` dropped (at least the newest
    one kept), and the files only they referenced deleted.  Snapshots a branch references
    are kept by Iceberg;
-4. the files under the table's data directory that no snapshot references and that were
-   written before the lock was taken deleted (:func:`orphans.sweep_unreferenced`): what
-   a maintenance killed inside ``expire_snapshots`` had still to delete (the next load's
-   cleanup takes only files written while the killed run held the lock).  With per-source
+4. the files under the table's data directory that no snapshot references, and those under
+   its metadata directory that it no longer uses (``metadata.json`` versions out of its
+   metadata log, manifest lists and manifests of no snapshot it keeps), written before the
+   lock was taken, deleted (:func:`orphans.sweep_unreferenced`): what a maintenance killed
+   inside ``expire_snapshots`` had still to delete (the next load's cleanup takes only files
+   written while the killed run held the lock), and the metadata versions of a table made
+   before binlake kept only the newest (``tables.METADATA_RETENTION``).  With per-source
    locks (a shared catalog) only those older than three days, as Iceberg's
    ``remove_orphan_files``.
+
+Before those, every table made before ``METADATA_RETENTION`` gets its properties (its
+commits from then on delete the ``metadata.json`` versions beyond the newest 100), skipped
+tables included.
 
 It holds the load lock (:mod:`binlake.lake.lock`: every configured source's where the lock is
 per source), so no load commits meanwhile; its note in the lock file is a load's, so a
@@ -49,6 +56,7 @@ from ..config import Settings
 from .commit import java_table
 from .lock import load_lock, lock_is_global
 from .orphans import ORPHAN_AGE, sweep_unreferenced
+from .tables import METADATA_RETENTION
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +77,8 @@ class TableUpkeep:
     removed_delete_files: int = 0
     expired_files: int = 0  # data and delete files deleted with the expired snapshots
     swept_files: int = 0  # files no snapshot references, deleted (a killed run's)
+    swept_metadata_files: int = 0  # metadata files the table no longer uses, deleted
+    retention_set: bool = False  # METADATA_RETENTION was missing, and set
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -154,6 +164,20 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str,
     up.data_files = (files0, files0)
     up.delete_files = (deletes0, deletes0)
     up.snapshots = (snaps0, snaps0)
+    # a table made before binlake set them gets the metadata retention properties (a value
+    # set by hand stays); a properties-only commit, harmless to a branch waiting to publish
+    props = jt.properties()
+    missing = {k: v for k, v in METADATA_RETENTION.items() if not props.containsKey(k)}
+    if missing:
+        try:
+            spark.sql(f"ALTER TABLE {full} SET TBLPROPERTIES ("
+                      + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+            up.retention_set = True
+        except Exception as exc:
+            if not _spark_error(exc):
+                raise
+            up.error = f"metadata retention: {str(exc).strip().splitlines()[0][:500]}"
+            log.warning("maintain: %s: %s", full, up.error)
     if branches:
         up.skipped = f"branch {', '.join(branches)} not published"
     elif jt.currentSnapshot() is None:
@@ -185,13 +209,14 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str,
             r["deleted_position_delete_files_count"]) + int(
             r["deleted_equality_delete_files_count"])
         step = "sweep"
-        up.swept_files = len(sweep_unreferenced(spark, settings, name, sweep_before))
+        swept, swept_meta = sweep_unreferenced(spark, settings, name, sweep_before)
+        up.swept_files, up.swept_metadata_files = len(swept), len(swept_meta)
     except Exception as exc:  # a Java or Spark error (Py4J, PySpark): recorded, next table
-        if not any(c.__module__.split(".")[0] in ("py4j", "pyspark")
-                   for c in type(exc).__mro__):
+        if not _spark_error(exc):
             raise
-        up.error = f"{step}: {str(exc).strip().splitlines()[0][:500]}"
-        log.warning("maintain: %s: %s", full, up.error)
+        error = f"{step}: {str(exc).strip().splitlines()[0][:500]}"
+        up.error = f"{up.error}; {error}" if up.error else error
+        log.warning("maintain: %s: %s", full, error)
     _, files1, deletes1, snaps1 = _state(spark, full)
     up.data_files = (files0, files1)
     up.delete_files = (deletes0, deletes1)
@@ -200,3 +225,9 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str,
     log.info("maintain: %s: data files %d -> %d, delete files %d -> %d, snapshots %d -> %d "
              "(%.1f s)", full, files0, files1, deletes0, deletes1, snaps0, snaps1, up.seconds)
     return up
+
+
+def _spark_error(exc: BaseException) -> bool:
+    """A Java or Spark error (Py4J, PySpark): recorded for its table, and the next one goes
+    on; any other is a bug, raised."""
+    return any(c.__module__.split(".")[0] in ("py4j", "pyspark") for c in type(exc).__mro__)

@@ -78,9 +78,29 @@ def _loaded_tables(spark: Any, settings: Settings) -> list[str]:
 
 
 def _referenced(spark: Any, table: str) -> set[str]:
+    """The data and delete files of every snapshot of every branch of ``table``."""
     rows = spark.sql(f"SELECT file_path FROM {table}.all_data_files UNION "
                      f"SELECT file_path FROM {table}.all_delete_files").collect()
     return {fs_path(r[0]) for r in rows}
+
+
+# The metadata directory's files that a commit writes: ``NNNNN-<uuid>.metadata.json`` (the
+# table's versions), ``snap-*.avro`` (a snapshot's manifest list) and ``<uuid>-mN.avro``
+# (manifests).  Any other file there (statistics, a hint) is never swept.
+METADATA_FILE = re.compile(r"(\.metadata\.json(\.gz)?|\.avro)$")
+
+
+def _referenced_metadata(spark: Any, table: str) -> set[str]:
+    """The metadata files ``table`` still uses: its current ``metadata.json`` and those of
+    its metadata log (what ``write.metadata.previous-versions-max`` keeps), the manifest list
+    of every snapshot it keeps (every branch's), and every manifest those list."""
+    from .commit import java_table
+
+    rows = spark.sql(f"SELECT file FROM {table}.metadata_log_entries UNION "
+                     f"SELECT manifest_list FROM {table}.snapshots UNION "
+                     f"SELECT path FROM {table}.all_manifests").collect()
+    current = java_table(spark, table).operations().current().metadataFileLocation()
+    return {fs_path(r[0]) for r in rows if r[0]} | {fs_path(current)}
 
 
 def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float,
@@ -109,34 +129,49 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
 
     for name in _loaded_tables(spark, settings):
         removed += _delete_unreferenced(spark, settings, name, theirs, "a killed run's files")
+        removed += _delete_unreferenced(spark, settings, name, theirs,
+                                        "a killed run's metadata files", metadata=True)
     if removed:
         log.warning("removed %d data file(s) that the killed run %s (source %s) had written "
                     "and not committed", len(removed), dead.run_id, dead.source)
     return removed
 
 
-def sweep_unreferenced(spark: Any, settings: Settings, name: str, before: float) -> list[str]:
+def sweep_unreferenced(spark: Any, settings: Settings, name: str, before: float
+                       ) -> tuple[list[str], list[str]]:
     """Delete the files under table ``name``'s data directory that no snapshot of any branch
-    references and that were last written before ``before`` (epoch seconds): what a killed
-    ``expire_snapshots`` had still to delete, or a run's uncommitted files.  For
+    references, and the files under its metadata directory that the table no longer uses
+    (:func:`_referenced_metadata`), last written before ``before`` (epoch seconds): what a
+    killed ``expire_snapshots`` had still to delete, a run's uncommitted files, the
+    ``metadata.json`` versions of a lake made before ``tables.METADATA_RETENTION``.  For
     :mod:`binlake.lake.maintain`, holding every load's lock: ``before`` is when it took them
     (SQLite catalog: no other writer then), else :data:`ORPHAN_AGE` ago, as Iceberg's own
     ``remove_orphan_files`` (a load of a source the configuration does not name takes a lock
-    of its own and may be writing).  Returns the paths deleted.  Best effort."""
-    removed = _delete_unreferenced(spark, settings, name,
-                                   lambda mtime, _: mtime < before - SLACK,
-                                   "unreferenced files")
+    of its own and may be writing).  Returns the paths deleted (data files, metadata
+    files).  Best effort."""
+    def old(mtime: float, _: str) -> bool:
+        return mtime < before - SLACK
+
+    removed = _delete_unreferenced(spark, settings, name, old, "unreferenced files")
     if removed:
         log.warning("%s: removed %d data file(s) no snapshot references",
                     settings.table(name), len(removed))
-    return removed
+    meta = _delete_unreferenced(spark, settings, name, old, "unused metadata files",
+                                metadata=True)
+    if meta:
+        log.info("%s: removed %d metadata file(s) the table no longer uses",
+                 settings.table(name), len(meta))
+    return removed, meta
 
 
 def _delete_unreferenced(spark: Any, settings: Settings, name: str,
-                         chosen: Callable[[float, str], bool], purpose: str) -> list[str]:
+                         chosen: Callable[[float, str], bool], purpose: str, *,
+                         metadata: bool = False) -> list[str]:
     """Delete the files under table ``name``'s data directory that ``chosen(mtime, base
     name)`` picks and no snapshot of any branch references (``_referenced``, read only
-    when some file is picked).  Returns the paths deleted; a directory that cannot be
+    when some file is picked); with ``metadata``, the files of its metadata directory that
+    :data:`METADATA_FILE` names, ``chosen`` picks and the table no longer uses
+    (``_referenced_metadata``).  Returns the paths deleted; a directory that cannot be
     listed, or a file that cannot be deleted, is logged and left."""
     import pyarrow.fs as pafs
 
@@ -144,7 +179,8 @@ def _delete_unreferenced(spark: Any, settings: Settings, name: str,
     from .sink import data_filesystem
 
     table = settings.table(name)
-    location = java_table(spark, table).location().rstrip("/") + "/data"
+    location = (java_table(spark, table).location().rstrip("/")
+                + ("/metadata" if metadata else "/data"))
     try:
         fs, base = data_filesystem(location, settings.s3_endpoint_url)
         infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
@@ -152,10 +188,11 @@ def _delete_unreferenced(spark: Any, settings: Settings, name: str,
         log.warning("%s: cannot list %s for %s: %s", table, location, purpose, exc)
         return []
     candidates = [i for i in infos if i.type == pafs.FileType.File and i.mtime is not None
+                  and (not metadata or METADATA_FILE.search(i.base_name))
                   and chosen(i.mtime.timestamp(), i.base_name)]
     if not candidates:
         return []
-    referenced = _referenced(spark, table)
+    referenced = (_referenced_metadata if metadata else _referenced)(spark, table)
     removed = []
     for info in candidates:
         if info.path in referenced:

@@ -84,12 +84,19 @@ DDL: dict[str, tuple[str, str]] = {
 # on a branch that publishing fast-forwards main to).
 # (``read.split.open-file-cost``: a night of many small binlogs leaves many small files in
 # each table; every reader of the table, SQL included, packs them as lake.spark.read_table
-# does for binlake's own reads)
+# does for binlake's own reads.)  Every commit writes a new ``*.metadata.json``: the
+# ``METADATA_RETENTION`` properties keep the newest ``METADATA_VERSIONS`` of them and delete
+# the older ones at each commit (Spark and pyiceberg both honour them; Iceberg's default
+# keeps every one, forever).  Tables made before get them from ``binlake maintain``.
+METADATA_VERSIONS = 100
+METADATA_RETENTION = {"write.metadata.delete-after-commit.enabled": "true",
+                      "write.metadata.previous-versions-max": str(METADATA_VERSIONS)}
 TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
                  "'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read', "
                  "'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true', "
                  "'write.wap.enabled'='true', "
-                 f"'read.split.open-file-cost'='{SMALL_FILE_OPEN_COST}'")
+                 + "".join(f"'{k}'='{v}', " for k, v in METADATA_RETENTION.items())
+                 + f"'read.split.open-file-cost'='{SMALL_FILE_OPEN_COST}'")
 
 
 # Per table, more properties at creation: the tables a load deletes from by binlog file name
