@@ -100,3 +100,34 @@ def unreferenced_files(home: Path, namespace: str = "binlog", name: str = "binla
             out += [os.path.join(d, f) for f in files
                     if os.path.join(d, f) not in referenced and not f.startswith(".")]
     return sorted(out)
+
+
+def unused_metadata_files(home: Path, before: float, namespace: str = "binlog",
+                          name: str = "binlake") -> list[str]:
+    """Files under the tables' metadata directories of the kinds a commit writes
+    (``*.metadata.json``, ``*.avro``), last written before ``before`` (epoch seconds), that
+    the table does not use: not its current version nor one of its metadata log, not the
+    manifest list of a snapshot it keeps nor a manifest one lists (read with pyiceberg, apart
+    from the Spark metadata tables binlake uses).  (``before``: a run's own commits may leave
+    such a file, an attempt that lost a commit race, for the next run's sweep.)"""
+    import os
+
+    from binlake.lake.sink import fs_path
+
+    cat = catalog(home, name)
+    out = []
+    for ident in cat.list_tables(namespace):
+        table = cat.load_table(ident)
+        md = table.metadata
+        used = {fs_path(table.metadata_location)} | {fs_path(e.metadata_file)
+                                                     for e in md.metadata_log}
+        for snap in md.snapshots:
+            used.add(fs_path(snap.manifest_list))
+            used |= {fs_path(m.manifest_path) for m in snap.manifests(table.io)}
+        meta = fs_path(md.location) + "/metadata"
+        for d, _, files in os.walk(meta):
+            out += [os.path.join(d, f) for f in files
+                    if (f.endswith(".metadata.json") or f.endswith(".avro"))
+                    and os.path.join(d, f) not in used
+                    and os.path.getmtime(os.path.join(d, f)) < before]
+    return sorted(out)

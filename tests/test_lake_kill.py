@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from .lake_dump import diff_lakes, dump, unreferenced_files
+from .lake_dump import diff_lakes, dump, unreferenced_files, unused_metadata_files
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
 
@@ -103,7 +103,7 @@ def test_killed_load_recovers(stream: Path, clean: tuple[Path, float, Any],
     print(f"\nkill test: seed {seed}, clean load {took:.1f} s, kills at {moments} s")
     home = tmp_path / "lake"
     what = [killed_at(home, m, "load", "--master", "local[2]", str(stream)) for m in moments]
-    t0 = time.monotonic()
+    t0, rerun_at = time.monotonic(), time.time()
     # never hangs: a rerun that waited on a lock would run into this bound
     done = run(home, "load", "--master", "local[2]", str(stream), timeout=3 * took + 120)
     rerun = time.monotonic() - t0
@@ -113,6 +113,8 @@ def test_killed_load_recovers(stream: Path, clean: tuple[Path, float, Any],
     assert not diff_lakes(want, got), f"seed {seed}, kills at {moments}:\n{diff_lakes(want, got)}"
     left = unreferenced_files(home)
     assert not left, f"seed {seed}: {len(left)} data files of killed runs left: {left[:5]}"
+    left = unused_metadata_files(home, before=rerun_at)
+    assert not left, f"seed {seed}: {len(left)} metadata files of killed runs left: {left[:5]}"
     staged = home / "warehouse" / "_binlake_staging"
     assert not staged.exists() or not any(staged.iterdir()), list(staged.iterdir())
     # and once more: nothing to do, nothing changes
@@ -273,6 +275,7 @@ def test_killed_maintenance_recovers(stream: Path, clean: tuple[Path, float, Any
         what = killed_at(home, m, "maintain", "--retain-days", "0", "--master", "local[2]")
         diff = diff_lakes(want, dump(home))
         assert not diff, f"seed {seed}, killed at {m} s ({what}):\n{diff}"
+    last = time.time()
     done = run(home, "maintain", "--retain-days", "0", "--master", "local[2]", "--json")
     assert done.returncode == 0, f"seed {seed}: {done.stderr[-3000:]}"
     swept = sum(t["swept_files"] for t in json.loads(
@@ -281,3 +284,5 @@ def test_killed_maintenance_recovers(stream: Path, clean: tuple[Path, float, Any
     assert not diff_lakes(want, dump(home))
     left = unreferenced_files(home)
     assert not left, f"seed {seed}: {len(left)} unreferenced data files left: {left[:5]}"
+    left = unused_metadata_files(home, before=last)
+    assert not left, f"seed {seed}: {len(left)} unused metadata files left: {left[:5]}"

@@ -220,6 +220,7 @@ def test_maintain_bounds_the_metadata(spark: Any, nights: dict[str, Any],
     meta_dir = settings.home_path / "warehouse" / settings.namespace / ROW_CHANGES / "metadata"
     on_disk = _metadata_files(settings, ROW_CHANGES)
     versions = {n for n in on_disk if n.endswith(".metadata.json")}
+    assert {f".{n}.crc" for n in versions} <= on_disk  # (Spark wrote them: with checksums)
     in_log = {os.path.basename(r[0]) for r in spark.sql(
         f"SELECT file FROM {rc}.metadata_log_entries").collect()}
     assert len(in_log) <= 3 and len(versions) > len(in_log) + 3, (in_log, versions)
@@ -246,6 +247,9 @@ def test_maintain_bounds_the_metadata(spark: Any, nights: dict[str, Any],
     assert _contents(spark, settings) == before
     after = _metadata_files(settings, ROW_CHANGES)
     assert "stats-0f0f.puffin" in after  # not a kind of file a commit writes: never swept
+    # Hadoop's checksums (".<name>.crc") went with their files
+    assert not [n for n in after if n.startswith(".") and n.endswith(".crc")
+                and n[1:-4] not in after], after
     assert not {n for n in planted if n.endswith(".avro")} & after, after
     in_log = {os.path.basename(r[0]) for r in spark.sql(
         f"SELECT file FROM {rc}.metadata_log_entries").collect()}

@@ -28,6 +28,7 @@ wrote into.  A load that was not preceded by a killed one does none of this.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -188,11 +189,13 @@ def _delete_unreferenced(spark: Any, settings: Settings, name: str,
         log.warning("%s: cannot list %s for %s: %s", table, location, purpose, exc)
         return []
     candidates = [i for i in infos if i.type == pafs.FileType.File and i.mtime is not None
+                  and not i.base_name.startswith(".")  # (a checksum: with its file, below)
                   and (not metadata or METADATA_FILE.search(i.base_name))
                   and chosen(i.mtime.timestamp(), i.base_name)]
     if not candidates:
         return []
     referenced = (_referenced_metadata if metadata else _referenced)(spark, table)
+    listed = {i.path for i in infos}
     removed = []
     for info in candidates:
         if info.path in referenced:
@@ -202,4 +205,10 @@ def _delete_unreferenced(spark: Any, settings: Settings, name: str,
             removed.append(info.path)
         except OSError as exc:
             log.warning("%s: cannot delete %s: %s", table, info.path, exc)
+            continue
+        # Hadoop's local file system writes a checksum beside each file: ``.<name>.crc``
+        crc = f"{info.path[:-len(info.base_name)]}.{info.base_name}.crc"
+        if crc in listed:
+            with contextlib.suppress(OSError):
+                fs.delete_file(crc)
     return removed
