@@ -99,13 +99,11 @@ def maintain(spark: Any, settings: Settings, *, run_id: str, retain_days: float 
         for s in lock_settings(settings):
             locks.enter_context(load_lock(s, run_id, killed=_cleanup(spark, s, run_id)))
         locked = time.time()
-        older_than = time.strftime("%Y-%m-%d %H:%M:%S",
-                                   time.gmtime(locked - days * 86400.0))
         # files no snapshot references are garbage when written before the lock was taken
         # (the SQLite catalog's one lock: no other writer since); else Iceberg's margin
         sweep_before = locked if lock_is_global(settings) else locked - ORPHAN_AGE
         for name in _tables(spark, settings, tables):
-            out.append(_one(spark, settings, name, older_than, sweep_before))
+            out.append(_one(spark, settings, name, days, sweep_before))
     return out
 
 
@@ -152,7 +150,7 @@ def _state(spark: Any, full: str) -> tuple[Any, int, int, int]:
             sum(1 for _ in jt.snapshots()))
 
 
-def _one(spark: Any, settings: Settings, name: str, older_than: str,
+def _one(spark: Any, settings: Settings, name: str, days: float,
          sweep_before: float) -> TableUpkeep:
     t0 = time.time()
     full = f"{settings.catalog_name}.{settings.namespace}.{name}"
@@ -203,6 +201,10 @@ def _one(spark: Any, settings: Settings, name: str, older_than: str,
             up.removed_delete_files += max(0, int(r["rewritten_delete_files_count"])
                                            - int(r["added_delete_files_count"]))
         step = "expire_snapshots"
+        # the cutoff taken now, after the rewrite: with --retain-days 0 the snapshots of
+        # its partial-progress commits expire too (each but the last references files the
+        # rewrite replaced, which would stay on disk until the next maintenance)
+        older_than = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - days * 86400.0))
         r = spark.sql(f"{call}.expire_snapshots(table => '{ident}', "
                       f"older_than => TIMESTAMP '{older_than}+00:00', retain_last => 1)").collect()[0]
         up.expired_files = int(r["deleted_data_files_count"]) + int(
