@@ -1164,6 +1164,24 @@ def test_branch_publish_and_discard(spark: Any, workload: Workload, one_run: Lak
     assert not report, report
     refs = spark.sql(f"SELECT name FROM {settings.table('row_changes')}.refs").collect()
     assert [r[0] for r in refs] == ["main"]
+    # each table's snapshot summary counts its totals on from main's (Iceberg, making a
+    # branch at its first commit, would count them from zero: lake/commit.fork_branch)
+    ns = f"{settings.catalog_name}.{settings.namespace}"
+    checked = 0
+    for r in spark.sql(f"SHOW TABLES IN {ns}").collect():
+        t = f"{ns}.{r.tableName}"
+        snap = spark.sql(f"SELECT summary FROM {t}.snapshots ORDER BY committed_at DESC "
+                         "LIMIT 1").collect()
+        if not snap:
+            continue
+        summary = snap[0][0]
+        files, records = spark.sql(f"SELECT count(*), coalesce(sum(record_count), 0) "
+                                   f"FROM {t}.data_files").collect()[0]
+        deletes = spark.sql(f"SELECT count(*) FROM {t}.delete_files").collect()[0][0]
+        assert (int(summary["total-data-files"]), int(summary["total-records"]),
+                int(summary["total-delete-files"])) == (files, records, deletes), (t, summary)
+        checked += files > 0
+    assert checked >= 5, checked
 
 
 # -- damaged files ----------------------------------------------------------------------------------

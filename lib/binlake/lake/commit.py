@@ -47,6 +47,24 @@ def has_branch(jtable: Any, branch: str) -> bool:
     return ref is not None and bool(ref.isBranch())
 
 
+def fork_branch(spark: Any, name: str) -> None:
+    """Before a write to table ``name`` (a full name) on the write-audit-publish branch, when
+    one is set: the branch made at main's current snapshot if the table has none yet.
+    Iceberg makes it at the first commit too, but then that commit's snapshot summary counts
+    the table's totals (``total-records``, ``total-data-files``, ...) from zero, and every
+    later snapshot, main's once published, carries the error on.  A table never written has
+    no snapshot: its first commit makes the branch, and counts from zero rightly."""
+    branch = spark.conf.get("spark.wap.branch", None)
+    if not branch:
+        return
+    jtable = java_table(spark, name)
+    snap = jtable.currentSnapshot()
+    if snap is None or has_branch(jtable, branch):
+        return
+    jtable.manageSnapshots().createBranch(branch, snap.snapshotId()).commit()
+    spark.sql(f"REFRESH TABLE {name}")
+
+
 def data_file_builder(spark: Any, jtable: Any) -> Any:
     """A function of a WRITTEN record (path, rows, partition values) to the Iceberg Java
     ``DataFile`` of ``jtable``; column statistics from the file's Parquet footer, as
@@ -140,6 +158,7 @@ def commit_operation(spark: Any, op: Any, name: str, run_id: str) -> None:
     op.set("binlake.run_id", run_id)
     branch = spark.conf.get("spark.wap.branch", None)
     if branch:
+        fork_branch(spark, name)
         op.toBranch(branch)
     op.commit()
     spark.sql(f"REFRESH TABLE {name}")

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from ..txn.files import BinlogFile
-from .commit import append_rows
+from .commit import append_rows, fork_branch
 from .survey import EngineState, encode_engines
 from .tables import (
     FILES,
@@ -41,6 +41,7 @@ def _merge(spark: Any, settings: Settings, table: str, df: Any, keys: list[str],
     view = f"binlake_src_{table}"
     _shape(spark, settings, target, df, run_id, derived, drop).createOrReplaceTempView(view)
     on = " AND ".join(f"t.{k} = s.{k}" for k in ["source", *keys])
+    fork_branch(spark, target)
     sql = f"MERGE INTO {target} t USING {view} s ON {on} "
     if update:
         sql += "WHEN MATCHED THEN UPDATE SET * "

@@ -35,7 +35,7 @@ from ..txn.split import pack_tasks
 from . import extract as X
 from . import schemas as S
 from .alters import apply_alters
-from .commit import add_data_files, remove_files, table_out
+from .commit import add_data_files, fork_branch, remove_files, table_out
 from .files import _file_rows, _record_files, _shape
 from .lifecycle import apply_lifecycle, last_points
 from .nopk import fill_nopk_mirrors
@@ -406,6 +406,7 @@ def land(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
             # XA COMMITs whose PREPARE is nowhere: a few rows, from the driver
             txns = spark.createDataFrame(
                 [tuple(t[c] for c in TXN_COLS) for t in orphan_txns], TXN_SCHEMA)
+            fork_branch(spark, settings.table(TRANSACTIONS))
             _shape(spark, settings, settings.table(TRANSACTIONS), txns, run_id,
                    {"commit_ts": "timestamp_micros(commit_us)"}, drop=["commit_us"]
                    ).writeTo(settings.table(TRANSACTIONS)).append()

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import Position, SchemaHistory
+from .commit import fork_branch
 from .spark import read_table
 from .tables import delete_where
 from .typed_ddl import _exists
@@ -117,6 +118,7 @@ def _mark(spark: Any, settings: Settings, name: Name, pos: Position, op: str) ->
               "_absent": "array()"}
     sel = ", ".join(f"CAST({values.get(f.name, 'NULL')} AS {f.dataType.simpleString()}) "
                     f"AS {q(f.name)}" for f in fields)
+    fork_branch(spark, cl)
     spark.sql(f"INSERT INTO {cl} SELECT {sel}")
 
 
@@ -183,6 +185,7 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
     aligned = aligned.localCheckpoint(eager=True)
     n = aligned.count()
     if n:
+        fork_branch(spark, target)
         aligned.writeTo(target).append()
     return n
 

@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from ..config import Settings
+from .commit import fork_branch
 from .spark import read_table
 from .tables import ROW_CHANGES, has_snapshots
 from .typed_ddl import _create, _evolve, _exists, read_watermark, watermark_key
@@ -129,6 +130,7 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
             view = f"{INTERNAL}nopk_gone_{abs(hash(mirror)) % 10**12}"
             gone.createOrReplaceTempView(view)
             match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in typed)
+            fork_branch(spark, mirror)
             spark.sql(f"MERGE INTO {mirror} t USING {view} s ON t._source = {src} AND {match} "
                       f"AND t.{DUP} > s.__keep WHEN MATCHED THEN DELETE")
         added = j.where("__net > 0").select(
@@ -142,6 +144,7 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
             cols.update({"_source": F.lit(settings.source), "_commit_ts": F.col("__ts"),
                          DUP: F.col(DUP)})
             cols.update({c: F.col("__o").getField(c) for c in ORDER})
+            fork_branch(spark, mirror)
             added.select(*[(cols[n] if n in cols else F.lit(None)).alias(n)
                            for n in names]).writeTo(mirror).append()
     if last is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
+from .commit import fork_branch
 from .spark import SMALL_FILE_OPEN_COST
 
 FILES = "files"
@@ -203,6 +204,7 @@ def delete_where(spark: Any, table: str, condition: str) -> bool:
     if not may_hold(spark, table, condition) \
             or not spark.table(table).where(condition).limit(1).count():
         return False
+    fork_branch(spark, table)
     spark.sql(f"DELETE FROM {table} WHERE {condition}")
     return True
 

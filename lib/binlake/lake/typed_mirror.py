@@ -9,6 +9,7 @@ import hashlib
 from typing import Any
 
 from ..config import Settings
+from .commit import fork_branch
 from .tables import delete_where
 from .typed_plan import (
     INTERNAL,
@@ -105,6 +106,7 @@ def _apply_mirror(spark: Any, settings: Settings, src: Any, mirror: str, pk_slot
     if empty:
         delete_where(spark, mirror, f"_source = {lit(settings.source)}")
         names = [f.name for f in spark.table(mirror).schema.fields]
+        fork_branch(spark, mirror)
         src.where(F.col(OP) != "delete").select(*[F.col(q(c)) for c in ins]).select(
             *[F.col(q(c)) for c in names]).writeTo(mirror).append()
         return
@@ -119,6 +121,7 @@ def _apply_mirror(spark: Any, settings: Settings, src: Any, mirror: str, pk_slot
     else:
         sets = [f"t.{q(c)} = s.{q(c)}" for c in others]
     sets += [f"t.{c} = s.{c}" for c in (*ORDER, "_commit_ts")]
+    fork_branch(spark, mirror)
     spark.sql(
         f"MERGE INTO {mirror} t USING {view} s ON {on} "
         f"WHEN MATCHED AND s.{OP} = 'delete' AND {newer} THEN DELETE "

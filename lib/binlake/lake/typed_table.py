@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
+from .commit import fork_branch
 from .spark import read_table
 from .tables import ROW_CHANGES, delete_where, has_snapshots
 from .typed_ddl import _create, _evolve, _exists, _typed_columns, read_watermark, watermark_key
@@ -254,6 +255,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         delete_where(spark, cl, cl_delete)
         if stats["cl"]:
             cols = [f.name for f in spark.table(cl).schema.fields]
+            fork_branch(spark, cl)
             conv.where(new_cl).select(
                 *[F.col(q(c)) for c in typed], "_op", *ORDER, "_commit_ts", "_txn_id",
                 F.lit(settings.source).alias("_source"), "_absent").select(
