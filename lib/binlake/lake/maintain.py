@@ -140,14 +140,22 @@ def _tables(spark: Any, settings: Settings, only: list[str] | None) -> list[str]
 
 
 def _state(spark: Any, full: str) -> tuple[Any, int, int, int]:
-    """(the Java table, data files, delete files, snapshots) as the catalog has it now."""
+    """(the Java table, data files, delete files, snapshots) as the catalog has it now.  The
+    live files are counted in the current snapshot's manifests (their added and existing
+    entries), not taken from its summary: a summary's totals are wrong on a lake whose
+    nights were published before ``commit.fork_branch`` (see there)."""
     spark.sql(f"REFRESH TABLE {full}")
     jt = java_table(spark, full)
     snap = jt.currentSnapshot()
-    summary = {} if snap is None else dict(snap.summary())
-    return (jt, int(summary.get("total-data-files", 0)),
-            int(summary.get("total-delete-files", 0)),
-            sum(1 for _ in jt.snapshots()))
+    data = deletes = 0
+    if snap is not None:
+        for m in snap.allManifests(jt.io()):
+            n = int(m.addedFilesCount() or 0) + int(m.existingFilesCount() or 0)
+            if str(m.content()) == "DATA":
+                data += n
+            else:
+                deletes += n
+    return jt, data, deletes, sum(1 for _ in jt.snapshots())
 
 
 def _one(spark: Any, settings: Settings, name: str, days: float,
