@@ -91,7 +91,7 @@ def after_killed(spark: Any, settings: Settings, run_id: str, notes: list[str]
             "kind": "killed_run_cleaned", "severity": "warning", "file": None, "pos": None,
             "source": settings.source,
             "message": f"an earlier load (run {dead.run_id}, source {dead.source}) did not "
-                       f"finish; {len(removed)} data file(s) it wrote and never committed "
+                       f"finish; {len(removed)} file(s) it wrote and never committed "
                        "were removed"})
     return findings
 

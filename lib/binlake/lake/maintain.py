@@ -56,7 +56,7 @@ from ..config import Settings
 from .commit import java_table
 from .lock import load_lock, lock_is_global
 from .orphans import ORPHAN_AGE, sweep_unreferenced
-from .tables import METADATA_RETENTION
+from .tables import METADATA_RETENTION, sql_properties
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +144,7 @@ def _state(spark: Any, full: str) -> tuple[Any, int, int, int]:
     live files are counted in the current snapshot's manifests (their added and existing
     entries), not taken from its summary: a summary's totals are wrong on a lake whose
     nights were published before ``commit.fork_branch`` (see there)."""
-    spark.sql(f"REFRESH TABLE {full}")
-    jt = java_table(spark, full)
+    jt = java_table(spark, full)  # (refreshed)
     snap = jt.currentSnapshot()
     data = deletes = 0
     if snap is not None:
@@ -176,8 +175,7 @@ def _one(spark: Any, settings: Settings, name: str, days: float,
     missing = {k: v for k, v in METADATA_RETENTION.items() if not props.containsKey(k)}
     if missing:
         try:
-            spark.sql(f"ALTER TABLE {full} SET TBLPROPERTIES ("
-                      + ", ".join(f"'{k}'='{v}'" for k, v in missing.items()) + ")")
+            spark.sql(f"ALTER TABLE {full} SET TBLPROPERTIES ({sql_properties(missing)})")
             up.retention_set = True
         except Exception as exc:
             if not _spark_error(exc):

@@ -91,16 +91,13 @@ def _referenced(spark: Any, table: str) -> set[str]:
 METADATA_FILE = re.compile(r"(\.metadata\.json(\.gz)?|\.avro)$")
 
 
-def _referenced_metadata(spark: Any, table: str) -> set[str]:
-    """The metadata files ``table`` still uses: its current ``metadata.json`` and those of
-    its metadata log (what ``write.metadata.previous-versions-max`` keeps), the manifest list
-    of every snapshot it keeps (every branch's), and every manifest those list."""
-    from .commit import java_table
-
+def _referenced_metadata(spark: Any, table: str, current: str) -> set[str]:
+    """The metadata files ``table`` still uses: its ``current`` ``metadata.json`` and those
+    of its metadata log (what ``write.metadata.previous-versions-max`` keeps), the manifest
+    list of every snapshot it keeps (every branch's), and every manifest those list."""
     rows = spark.sql(f"SELECT file FROM {table}.metadata_log_entries UNION "
                      f"SELECT manifest_list FROM {table}.snapshots UNION "
                      f"SELECT path FROM {table}.all_manifests").collect()
-    current = java_table(spark, table).operations().current().metadataFileLocation()
     return {fs_path(r[0]) for r in rows if r[0]} | {fs_path(current)}
 
 
@@ -133,7 +130,7 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
         removed += _delete_unreferenced(spark, settings, name, theirs,
                                         "a killed run's metadata files", metadata=True)
     if removed:
-        log.warning("removed %d data file(s) that the killed run %s (source %s) had written "
+        log.warning("removed %d file(s) that the killed run %s (source %s) had written "
                     "and not committed", len(removed), dead.run_id, dead.source)
     return removed
 
@@ -180,8 +177,8 @@ def _delete_unreferenced(spark: Any, settings: Settings, name: str,
     from .sink import data_filesystem
 
     table = settings.table(name)
-    location = (java_table(spark, table).location().rstrip("/")
-                + ("/metadata" if metadata else "/data"))
+    jtable = java_table(spark, table)
+    location = jtable.location().rstrip("/") + ("/metadata" if metadata else "/data")
     try:
         fs, base = data_filesystem(location, settings.s3_endpoint_url)
         infos = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
@@ -194,7 +191,9 @@ def _delete_unreferenced(spark: Any, settings: Settings, name: str,
                   and chosen(i.mtime.timestamp(), i.base_name)]
     if not candidates:
         return []
-    referenced = (_referenced_metadata if metadata else _referenced)(spark, table)
+    referenced = (_referenced_metadata(spark, table,
+                                       jtable.operations().current().metadataFileLocation())
+                  if metadata else _referenced(spark, table))
     listed = {i.path for i in infos}
     removed = []
     for info in candidates:

@@ -92,12 +92,18 @@ DDL: dict[str, tuple[str, str]] = {
 METADATA_VERSIONS = 100
 METADATA_RETENTION = {"write.metadata.delete-after-commit.enabled": "true",
                       "write.metadata.previous-versions-max": str(METADATA_VERSIONS)}
+
+
+def sql_properties(props: dict[str, str]) -> str:
+    """``'k'='v', ...``: table properties as ``TBLPROPERTIES (...)`` lists them."""
+    return ", ".join(f"'{k}'='{v}'" for k, v in props.items())
+
+
 TBLPROPERTIES = ("'format-version'='2', 'write.merge.mode'='merge-on-read', "
                  "'write.update.mode'='merge-on-read', 'write.delete.mode'='merge-on-read', "
                  "'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true', "
-                 "'write.wap.enabled'='true', "
-                 + "".join(f"'{k}'='{v}', " for k, v in METADATA_RETENTION.items())
-                 + f"'read.split.open-file-cost'='{SMALL_FILE_OPEN_COST}'")
+                 f"'write.wap.enabled'='true', {sql_properties(METADATA_RETENTION)}, "
+                 f"'read.split.open-file-cost'='{SMALL_FILE_OPEN_COST}'")
 
 
 # Per table, more properties at creation: the tables a load deletes from by binlog file name
@@ -132,7 +138,8 @@ def ensure_tables(spark: Any, settings: Settings) -> None:
     for name, (cols, partitioning) in DDL.items():
         if name in existing:
             continue
-        extra = "".join(f", '{k}'='{v}'" for k, v in EXTRA_PROPERTIES.get(name, {}).items())
+        more = EXTRA_PROPERTIES.get(name)
+        extra = f", {sql_properties(more)}" if more else ""
         spark.sql(f"CREATE TABLE IF NOT EXISTS {settings.table(name)} ({cols}) USING iceberg "
                   f"PARTITIONED BY ({partitioning}) TBLPROPERTIES ({TBLPROPERTIES}{extra})")
     schemas: dict[str, Any] = {}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import Settings
 from ..lake.discover import discover
 from ..lake.spark import local_frame
-from ..lake.tables import METADATA_RETENTION
+from ..lake.tables import METADATA_RETENTION, sql_properties
 from . import datasets as D
 from .names import ERROR, FAMILIES
 
@@ -206,9 +206,7 @@ def write_results(spark: Any, settings: Settings, report: ValidationReport) -> N
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
     spark.sql(f"CREATE TABLE IF NOT EXISTS {table} ({RESULTS_DDL}) USING iceberg "
               "PARTITIONED BY (source, days(validated_at)) "
-              "TBLPROPERTIES ('format-version'='2', "
-              + "".join(f"'{k}'='{v}', " for k, v in METADATA_RETENTION.items()).rstrip(", ")
-              + ")")
+              f"TBLPROPERTIES ('format-version'='2', {sql_properties(METADATA_RETENTION)})")
     rows = [(report.run_id, report.source, r["suite"],
              r["expectation"], r["family"], r["severity"], r["success"],
              json.dumps(r["observed"], default=str),
