@@ -1132,6 +1132,34 @@ def test_recorded_sha256_mismatch_fails_the_file(spark: Any, workload: Workload,
                 if r["order_seq"] == binlog_seq(files[1])]
 
 
+def test_delete_on_a_branch_of_a_file_matching_in_part(spark: Any, tmp_path: Path) -> None:
+    """A DELETE on the write-audit-publish branch whose condition matches every file of
+    main but only some rows of a file the branch added (a TRUNCATE after the night's first
+    changes of a table): Iceberg's Spark DELETE, given the branch by ``spark.wap.branch``,
+    judged it a whole-file delete from main's files and failed on the branch's ("Cannot
+    delete file where some, but not all, rows match filter").  On a branch, DELETEs are
+    row-level now (on_branch): the matching rows go, the others stay, main is untouched."""
+    from binlake.lake.branch import on_branch
+    from binlake.lake.tables import delete_where
+
+    settings = make_lake(spark, tmp_path, "branch_delete")
+    t = settings.table("part_match")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {settings.catalog_name}.{settings.namespace}")
+    spark.sql(f"CREATE TABLE {t} (k INT, seq INT) USING iceberg "
+              "TBLPROPERTIES ('write.wap.enabled'='true')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 0), (2, 0)")
+    with on_branch(spark, "night_b"):
+        spark.createDataFrame([(3, 1), (4, 3)], "k INT, seq INT").coalesce(1) \
+            .writeTo(t).append()
+        assert delete_where(spark, t, "seq < 2")
+    def rows(ref: str) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in spark.read.option("branch", ref).table(t).collect())
+
+    assert rows("night_b") == [(4, 3)]
+    assert rows("main") == [(1, 0), (2, 0)]
+    assert spark.conf.get("spark.sql.optimizer.excludedRules", None) is None  # restored
+
+
 def test_branch_publish_and_discard(spark: Any, workload: Workload, one_run: Lake,
                                     tmp_path_factory: pytest.TempPathFactory) -> None:
     """Write-audit-publish: a load on a branch leaves main as it was; discarding the branch
