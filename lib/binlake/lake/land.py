@@ -121,7 +121,8 @@ def decode_and_land(spark: Any, settings: Settings, run_id: str, summary: LoadSu
     built = [(name.split(".", 1)[0], name.split(".", 1)[1])
              for name, rep in summary.typed.get("tables", {}).items()
              if rep.get("mirror") and rep["mirror"] in rep.get("created", ())]
-    life = apply_lifecycle(spark, settings, run_history.history, set(good_seqs), built)
+    life = apply_lifecycle(spark, settings, run_history.history, set(good_seqs), built,
+                           prepared.jobs if prepared is not None else None)
     if life["cleared"] or life["moved"]:
         summary.typed["lifecycle"] = life
 

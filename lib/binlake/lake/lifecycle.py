@@ -34,6 +34,7 @@ from .spark import read_table
 from .tables import delete_where
 from .typed_ddl import _exists
 from .typed_plan import lit, q, table_names
+from .typed_table import _TableJob, keys_left_after
 from .typedconv import ORDER
 
 CLEARING = ("truncate", "drop", "create")
@@ -57,10 +58,14 @@ def _changelog(settings: Settings, name: Name) -> str:
 
 
 def apply_lifecycle(spark: Any, settings: Settings, history: SchemaHistory, seqs: set[int],
-                    built: list[Name] | None = None) -> dict[str, Any]:
+                    built: list[Name] | None = None, jobs: list[_TableJob] | None = None
+                    ) -> dict[str, Any]:
     """Apply the lifecycle statements of the run's files (``seqs``) in position order; for
     the mirrors this run built whole (``built``), the newest such statement anywhere in the
-    history too.  Returns ``{"cleared": {db.tbl: "seq,pos"}, "moved": {...}}``."""
+    history too.  ``jobs``: the run's typed steps (the rename's target's layouts, to read
+    the keys its later changes took away).  Returns ``{"cleared": {db.tbl: "seq,pos"},
+    "moved": {...}}``."""
+    by_name = {(j.db.lower(), j.tbl.lower()): j for j in jobs or ()}
     report: dict[str, Any] = {"cleared": {}, "moved": {}}
     points: dict[Position, dict[str, Any]] = defaultdict(lambda: {"clear": [], "renames": []})
     for vs in history.versions.values():
@@ -78,7 +83,7 @@ def apply_lifecycle(spark: Any, settings: Settings, history: SchemaHistory, seqs
     for pos in sorted(points):
         ev = points[pos]
         if ev["renames"]:
-            _renames(spark, settings, history, pos, ev["renames"], report)
+            _renames(spark, settings, history, pos, ev["renames"], report, by_name)
         for name, change in ev["clear"]:
             _clear(spark, settings, name, pos, report)
             if change is not None and change != "create":
@@ -123,7 +128,8 @@ def _mark(spark: Any, settings: Settings, name: Name, pos: Position, op: str) ->
 
 
 def _renames(spark: Any, settings: Settings, history: SchemaHistory, pos: Position,
-             pairs: list[tuple[Name, Name]], report: dict[str, Any]) -> None:
+             pairs: list[tuple[Name, Name]], report: dict[str, Any],
+             jobs: dict[Name, _TableJob]) -> None:
     """One RENAME statement's pairs, composed (a swap moves each table's rows once)."""
     holder: dict[Name, Name] = {}  # name after the statement -> the table it was before
     for old, new in pairs:
@@ -143,16 +149,20 @@ def _renames(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
         _mark(spark, settings, old, pos, "rename_out")
         _mark(spark, settings, new, pos, "rename_in")
     for new, rows in captured.items():
-        n = _move_in(spark, settings, history, pos, new, rows)
+        job = jobs.get((new[0].lower(), new[1].lower()))
+        n = _move_in(spark, settings, history, pos, new, rows, job)
         orig = moves[new]
         report["moved"][f"{orig[0]}.{orig[1]} -> {new[0]}.{new[1]}"] = n
 
 
 def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Position,
-             new: Name, rows: Any) -> int:
+             new: Name, rows: Any, job: _TableJob | None = None) -> int:
     """``rows`` (a mirror's rows before the rename) into ``new``'s mirror: created like the
-    source mirror when missing; keys the mirror holds already, or that ``new``'s changelog
-    changed after the rename, are skipped.  Returns the rows added."""
+    source mirror when missing; keys the mirror holds already, or that ``new``'s changes
+    after the rename settled, are skipped: the keys its changelog has after the rename, and
+    the keys its changes of the run (``job``) took away, a delete's or the one an UPDATE
+    moved a row from (the changelog has only the new key of those).  Returns the rows
+    added."""
     from pyspark.sql import functions as F
 
     target = _mirror(settings, new)
@@ -180,6 +190,9 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
                 f"_source = {src} AND NOT {older_than(pos)} AND _op IN "
                 "('insert', 'update', 'delete')").select(*[q(c) for c in pk])
             settled = settled.unionByName(later)
+        gone = keys_left_after(spark, settings, job, *pos) if job is not None else None
+        if gone is not None and len(gone.columns) == len(pk):
+            settled = settled.unionByName(gone.toDF(*pk))
         cond = [aligned[q(c)].eqNullSafe(settled[q(c)]) for c in pk]
         aligned = aligned.join(settled.distinct(), cond, "left_anti")
     aligned = aligned.localCheckpoint(eager=True)

@@ -141,6 +141,31 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         cand.unpersist()
 
 
+def keys_left_after(spark: Any, settings: Settings, job: _TableJob, seq: int, pos: int
+                    ) -> Any | None:
+    """The primary-key values (typed, named as the mirror's key columns) that the table's
+    changes after ``(seq, pos)`` took away: a delete's key, and the key an UPDATE had before
+    it; None when the table has no key.  The changelog holds an update's new key only, so
+    an UPDATE that moves a row to another key leaves the old key in no changelog row."""
+    from pyspark.sql import functions as F
+
+    if job.plan is None or not job.pk_slots:
+        return None
+    src = lit(settings.source)
+    cand = read_table(spark, settings.table(ROW_CHANGES)).where(
+        f"source = {src} AND db = {lit(job.db)} AND tbl = {lit(job.tbl)} "
+        f"AND op IN ('update', 'delete') "
+        f"AND (order_seq > {int(seq)} OR (order_seq = {int(seq)} AND order_pos > {int(pos)}))"
+    ).select("txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before",
+             "after", "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
+    cand = cand.withColumn(f"{INTERNAL}seq", F.expr(
+        "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
+    conv = _convert(cand, job.layouts, job.named, job.slots_of, job.plan, None, job.pk_slots)
+    return conv.select(*[
+        F.when(F.col("_op") == "update", F.col(f"{INTERNAL}old{i}")).otherwise(F.col(q(c)))
+        .alias(c) for i, c in enumerate(job.pk_slots)])
+
+
 def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: dict[int, Any],
              plan: Plan, seqs: set[int] | None, pk_slots: list[str]) -> Any:
     """The candidates with their typed columns, converted in Python on the executors
