@@ -211,14 +211,21 @@ class DataSink:
     def shaped(self, table: str, rows: Any) -> Any:
         """``rows`` (an Arrow table with the typed table's columns but ``_source``) in the
         Arrow schema of ``table``, a typed changelog or mirror: ``_source`` filled in, each
-        column cast to its type."""
+        column cast to its type.  A column of the table that ``rows`` lacks is NULL: a mirror
+        made by a RENAME TABLE from the old name's mirror keeps columns the table no longer
+        has (a column renamed or dropped before the rename)."""
         import pyarrow as pa
 
         out_t = self.tables[table]
+        have = set(rows.column_names)
         arrays = []
         for f in out_t.schema:
-            a = (pa.array([self.source] * rows.num_rows, pa.string())
-                 if f.name == "_source" else rows.column(f.name))
+            if f.name == "_source":
+                a = pa.array([self.source] * rows.num_rows, pa.string())
+            elif f.name in have or not f.nullable:
+                a = rows.column(f.name)
+            else:
+                a = pa.nulls(rows.num_rows, f.type)
             arrays.append(a.cast(f.type) if a.type != f.type else a)
         return pa.Table.from_arrays(arrays, schema=out_t.schema)
 
