@@ -514,7 +514,12 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
     pruned by ``order_seq``), so the check costs the night, not the lake's history; a lake
     whose every night passed is consistent as a whole.  A mirror is checked when the night
     has row changes of its table.  ``lake`` (or no such branch): each mirror's rows against
-    the whole history."""
+    the whole history.
+
+    A table with a TRUNCATE, DROP, RENAME (in or out) or a CREATE of a new incarnation in
+    the scope (the night's files; the whole history for ``lake``) is not compared: those
+    change its mirror with no row change (docs/lake.md "Table lifecycle"); the notes name it
+    (``lifecycle``)."""
     from pyspark.sql import functions as F
 
     from ..lake.driver_read import all_of, branch_base, count_rows, eq, is_in
@@ -533,15 +538,19 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
         except LookupError as exc:
             log.warning("validate: mirror counts over the whole lake: %s", exc)
     if bases is None:
+        life = _lifecycle_tables(settings, read, None)
         net = _net_per_table(rc.where(F.col("source") == settings.source))
         rows = []
         for (db, tbl), n in sorted(net.items()):
+            if (db.lower(), tbl.lower()) in life:
+                continue
             got = read.rows(table_names(db, tbl)[1], eq("_source", settings.source),
                             ("_source",))
             if got is not None:
                 rows.append((f"{db}.{tbl}", str(n), str(got.num_rows)))
         return local_frame(spark, rows, schema), {"reconciliation.mirror_counts": {
-            "scope": "lake", "note": "every mirror against the source's whole row_changes"}}
+            "scope": "lake", "lifecycle": _life_note(life),
+            "note": "every mirror against the source's whole row_changes"}}
     _, rc_base = bases
     net = _net_per_table(rc.where((F.col("source") == settings.source)
                                   & F.col("order_seq").isin(seqs)))
@@ -552,8 +561,11 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
                             snapshot_id=rc_base)
     for (db, tbl, op), n in before.items():
         net[(db, tbl)] = net.get((db, tbl), 0) - {"insert": n, "delete": -n}.get(op, 0)
+    life = _lifecycle_tables(settings, read, seqs)
     rows, forks = [], {}
     for (db, tbl), n in sorted(net.items()):
+        if (db.lower(), tbl.lower()) in life:
+            continue
         mirror = settings.table(table_names(db, tbl)[1])
         change = 0
         try:
@@ -570,9 +582,40 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
         rows.append((f"{db}.{tbl}", str(n), str(change)))
     return local_frame(spark, rows, schema), {"reconciliation.mirror_counts": {
         "scope": "night", "branch": read.branch, "order_seqs": sorted(seqs),
-        "fork_points": forks,
+        "fork_points": forks, "lifecycle": _life_note(life),
         "note": "each mirror's change over the branch (rows at its head minus at its fork "
                 "point) against the night's inserts - deletes in row_changes"}}
+
+
+# schema_history changes that change a mirror with no row change (a CREATE only when it
+# starts a new incarnation of a name: the first one starts an empty table)
+_LIFECYCLE = ("truncate", "drop", "rename_in", "rename_out")
+
+
+def _lifecycle_tables(settings: Settings, read: Any, seqs: list[int] | None
+                      ) -> dict[tuple[str, str], list[str]]:
+    """(db, tbl) lower-cased -> its lifecycle statements (``change@seq,pos``) in the files
+    ``seqs`` (None: all), from the lake's ``schema_history``."""
+    from ..lake.driver_read import all_of, eq, is_in
+    from ..lake.tables import SCHEMA_HISTORY
+
+    cond = eq("source", settings.source)
+    if seqs is not None:
+        cond = all_of(cond, is_in("start_seq", list(seqs)))
+    got = read.rows(SCHEMA_HISTORY, cond,
+                    ("db", "tbl", "incarnation", "change", "start_seq", "start_pos"))
+    out: dict[tuple[str, str], list[str]] = {}
+    for r in (got.to_pylist() if got is not None else []):
+        if r["change"] in _LIFECYCLE or (r["change"] == "create" and
+                                         (r["incarnation"] or 0) > 1):
+            out.setdefault((str(r["db"]).lower(), str(r["tbl"]).lower()), []).append(
+                f"{r['change']}@{r['start_seq']},{r['start_pos']}")
+    return out
+
+
+def _life_note(life: dict[tuple[str, str], list[str]]) -> dict[str, Any]:
+    return {"not_compared": {f"{db}.{tbl}": sorted(v) for (db, tbl), v in sorted(life.items())},
+            "why": "a TRUNCATE, DROP, RENAME or new CREATE changes a mirror with no row change"}
 
 
 def _net_per_table(rc: Any) -> dict[tuple[Any, ...], int]:
