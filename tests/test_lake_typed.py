@@ -27,7 +27,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from binlake.lake.typed_plan import (
 )
 
 from .binlog_files import copy_files
+from .mirror_oracle import actual, expected
 from .servers import start_server
 
 TIMINGS: dict[str, float] = {}
@@ -485,56 +486,16 @@ def lake(spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFac
     return {"settings": settings, "report": reports[0], "tables": _typed_tables(spark, settings)}
 
 
-def _expected(cdef: Any, v: Any) -> Any:
-    """A contract value as the typed column should hold it (comparable form)."""
-    if v is None:
-        return None
-    t = cdef.sql_type
-    if t == "FLOAT":  # the server prints 6 significant digits; the lake has the stored single
-        return pytest.approx(v, rel=1e-5)
-    if t == "DATE":
-        try:
-            return date.fromisoformat(v)
-        except ValueError:
-            return None  # zero / partial dates
-    if t in ("DATETIME", "TIMESTAMP"):
-        head, _, frac = v.partition(".")
-        try:
-            dt = datetime.strptime(head, "%Y-%m-%d %H:%M:%S")
-        except ValueError:
-            return None
-        dt = dt.replace(microsecond=int(frac.ljust(6, "0")) if frac else 0)
-        if t == "TIMESTAMP":
-            return int(dt.replace(tzinfo=UTC).timestamp()) * 10**6 + dt.microsecond
-        return dt
-    if isinstance(v, dict) and "hex" in v:
-        return bytes.fromhex(v["hex"])
-    return v
-
-
-def _actual(cdef: Any, v: Any) -> Any:
-    if v is None:
-        return None
-    t = cdef.sql_type
-    if t == "DECIMAL":
-        return v if isinstance(v, str) else format(v, "f")
-    if isinstance(v, Decimal):
-        return int(v)  # BIGINT UNSIGNED, BIT(64)
-    if isinstance(v, bytearray):
-        return bytes(v)
-    return v
-
-
 def _mirror_vs_server(spark: Any, settings: Any, world: dict[str, Any], table: str) -> None:
     cols = world["columns"][table]
     mirror = settings.table(f"mirror__{DB}__{table}")
     names = [RENAMED.get((table, c.name), c.name) for c in cols]
     sel = [f"unix_micros(`{n}`)" if c.sql_type == "TIMESTAMP" else f"`{n}`"
            for n, c in zip(names, cols)]
-    got = sorted(([_actual(c, v) for c, v in zip(cols, r)]
+    got = sorted(([actual(c, v) for c, v in zip(cols, r)]
                   for r in spark.sql(f"SELECT {', '.join(sel)} FROM {mirror}").collect()),
                  key=lambda r: r[0])
-    want = sorted(([_expected(c, row[c.name]) for c in cols] for row in world["state"][table]),
+    want = sorted(([expected(c, row[c.name]) for c in cols] for row in world["state"][table]),
                   key=lambda r: r[0])
     assert [r[0] for r in got] == [r[0] for r in want], table
     for g, w in zip(got, want):
