@@ -10,6 +10,8 @@ publish), every mirror checked against the server's own rows after every night
     holds an update's new key only);
   - a mirror made by a RENAME TABLE with a column renamed before it: the next night's
     MERGE failed on the column the table no longer has;
+  - ADD COLUMN with a BIT, hex, TIME, SET... default: the older mirror rows got NULL or a
+    value the server does not hold;
   - validation warned on every night with a TRUNCATE, DROP, RENAME or new CREATE
     (``reconciliation.mirror_counts`` compared those mirrors with row changes alone).
 * A few seeds of the random generator (more: ``python -m tests.random_nights``).
@@ -100,6 +102,30 @@ def test_rename_after_a_column_rename(spark_lake: Any, server: Any, tmp_path: Pa
         ["UPDATE rn.b SET v = 'z' WHERE id = 2",
          "INSERT INTO rn.b VALUES (3, 30, 'c')"],
     ], name=103))
+
+
+ADDED = ["a BIT(5) NOT NULL DEFAULT b'11101'", "b VARBINARY(16) DEFAULT X'0aff'",
+         "c TIME DEFAULT '-5:03:09'", "d SET('x','y','z') DEFAULT 'z,x'", "e TIME(3) NOT NULL",
+         "f VARBINARY(4) NOT NULL", "g DOUBLE DEFAULT 1.5e-05", "h INT DEFAULT 0x1f",
+         "i DATETIME(6) DEFAULT '2020-01-02 03:04:05.1'", "j ENUM('a','b') DEFAULT 'B'",
+         "k DECIMAL(10,2) DEFAULT -12.5", "l VARCHAR(10) DEFAULT 'it''s'", "m BLOB NOT NULL",
+         "n SET('x','y') NOT NULL", "p DATE DEFAULT '2020-1-2'", "r CHAR(3) DEFAULT 'ab '",
+         "s BIT(8) DEFAULT 7", "t YEAR DEFAULT 99", "u INT DEFAULT '12'",
+         "x TINYINT DEFAULT TRUE", "y BINARY(4) DEFAULT 'ab'", "z TIME(2) DEFAULT '838:59:59.5'",
+         "aa MEDIUMTEXT NOT NULL", "bb INT UNSIGNED NOT NULL", "cc ENUM('q','r') NOT NULL"]
+
+
+def test_added_column_defaults(spark_lake: Any, server: Any, tmp_path: Path) -> None:
+    """ALTER TABLE ... ADD COLUMN: the mirror's older rows get what the server wrote into
+    them, for literal defaults of every kind (bit and hex literals, times, sets, two-digit
+    years, padded BINARY) and the implicit ones of NOT NULL columns (BIT defaults were NULL)."""
+    _check(run_script(spark_lake, server, tmp_path, [
+        ["CREATE DATABASE rn",
+         "CREATE TABLE rn.a (id INT PRIMARY KEY, v VARCHAR(10))",
+         f"INSERT INTO rn.a VALUES {ROWS}"],
+        [*[f"ALTER TABLE rn.a ADD COLUMN {c}" for c in ADDED],
+         "UPDATE rn.a SET v = 'changed' WHERE id = 1"],  # the layout after the ALTERs
+    ], name=104))
 
 
 @pytest.mark.parametrize("seed", [1, 3, 4])

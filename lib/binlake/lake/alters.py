@@ -36,35 +36,101 @@ from .typed_plan import lit, q, table_names
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _STRING = re.compile(r"^'(?:[^'\\]|\\.|'')*'$", re.S)
+_BITS = re.compile(r"^[bB]'([01]*)'$")
+_HEX = re.compile(r"^[xX]'([0-9a-fA-F]*)'$|^0x([0-9a-fA-F]+)$")
+_TIME = re.compile(r"^(-)?(\d+):(\d{1,2}):(\d{1,2})(?:\.(\d+))?$")
 _INTEGERS = ("tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal",
              "numeric", "float", "double", "bit", "year")
-_TEXTS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext")
+_TEXTS = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "json")
+_BINARIES = ("binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob")
 
 
 def default_sql(c: SchemaColumn) -> str | None:
     """The Spark SQL literal of what the server writes into an added column ``c`` of the
-    existing rows, or None when that is NULL or not a constant."""
+    existing rows (as the typed column holds it: a BIT's number, a TIME's text, a SET's
+    members in their defined order), or None when that is NULL or not known: an expression
+    (``CURRENT_TIMESTAMP``, a function) is not replayed."""
     d = getattr(c, "default", None)
-    if d is not None:
-        text = str(d).strip()
-        if text.upper() == "NULL":
-            return None
-        if _NUMBER.match(text):
-            return text
-        if _STRING.match(text):
-            body = text[1:-1].replace("''", "'")
-            return lit(body.encode("utf-8").decode("unicode_escape")
-                       if "\\" in body else body)
-        return None  # an expression (CURRENT_TIMESTAMP, a function): not replayed
-    if c.nullable or c.generated:
+    if d is None:
+        return None if c.nullable or c.generated else _implicit(c)
+    text = str(d).strip()
+    if text.upper() == "NULL":
         return None
+    if text.upper() in ("TRUE", "FALSE"):
+        text = "1" if text.upper() == "TRUE" else "0"
+    m = _BITS.match(text)
+    h = _HEX.match(text)
+    if m is not None or h is not None:
+        raw = (int(m.group(1) or "0", 2).to_bytes((len(m.group(1)) + 7) // 8, "big")
+               if m is not None else bytes.fromhex(h.group(1) or h.group(2)) if h else b"")
+        if c.base in _BINARIES:
+            return _binary(c, raw)
+        if c.base in _INTEGERS:
+            return str(int.from_bytes(raw, "big"))
+        text = "'" + raw.decode("utf-8", "replace").replace("'", "''") + "'"
+    if _NUMBER.match(text):
+        if c.base == "year":  # two digits: 1-69 are 2001-2069, 70-99 1970-1999
+            n = int(float(text))
+            return str(n + 2000 if 1 <= n <= 69 else n + 1900 if 70 <= n <= 99 else n)
+        if c.base == "time":
+            return None  # a number as a time (HHMMSS): not replayed
+        return text
+    if not _STRING.match(text):
+        return None
+    body = text[1:-1].replace("''", "'")
+    if "\\" in body:
+        body = body.encode("utf-8").decode("unicode_escape")
+    if c.base == "time":
+        return _time(c, body)
+    if c.base == "set" and c.members:
+        chosen = {v.lower() for v in body.split(",") if v}
+        return lit(",".join(v for v in c.members if v.lower() in chosen))
+    if c.base == "enum" and c.members:
+        return next((lit(v) for v in c.members if v.lower() == body.lower()), None)
+    if c.base in _BINARIES:
+        return _binary(c, body.encode("utf-8"))
+    if c.base == "char":  # CHAR values are read without their trailing spaces
+        body = body.rstrip(" ")
+    if c.base == "year" and _NUMBER.match(body):  # '99': as a string, 2-digit years too
+        n = int(float(body))
+        return str(2000 + n if 0 <= n <= 69 else 1900 + n if 70 <= n <= 99 else n)
+    return lit(body)
+
+
+def _implicit(c: SchemaColumn) -> str | None:
+    """What a NOT NULL column added without a DEFAULT holds in the existing rows: the
+    type's implicit default (zero dates are NULL in the typed tables)."""
     if c.base in _INTEGERS:
         return "0"
-    if c.base in _TEXTS:
+    if c.base in _TEXTS or c.base == "set":
         return "''"
     if c.base == "enum" and c.members:
         return lit(c.members[0])
+    if c.base in _BINARIES:
+        return _binary(c, b"")
+    if c.base == "time":
+        return _time(c, "00:00:00")
     return None
+
+
+def _binary(c: SchemaColumn, raw: bytes) -> str:
+    if c.base == "binary" and c.length:  # BINARY(n) pads with zero bytes
+        raw = raw.ljust(c.length, b"\0")
+    return f"X'{raw.hex()}'"
+
+
+def _time(c: SchemaColumn, text: str) -> str | None:
+    """A TIME literal as the decoder renders the column: ``[-]HH:MM:SS`` and the column's
+    fractional digits."""
+    m = _TIME.match(text.strip())
+    if not m:
+        return None
+    sign, h, mi, se, frac = m.groups()
+    fsp = c.scale or 0
+    out = f"{sign or ''}{int(h):02d}:{int(mi):02d}:{int(se):02d}"
+    if fsp:
+        out += "." + (frac or "").ljust(6, "0")[:fsp]
+    return lit(out)
 
 
 def apply_alters(spark: Any, settings: Settings, history: SchemaHistory,
