@@ -41,6 +41,16 @@ from typing import Any
 
 DB = "rn"
 
+# How the server logs rows: the harness's servers log FULL images and metadata; MariaDB's own
+# defaults log no column names (NO_LOG: the schema history names them); MINIMAL and NOBLOB
+# images leave columns out (the mirror keeps their values).
+VARIANTS: dict[str, dict[str, str]] = {
+    "full": {},
+    "no_log": {"binlog-row-metadata": "NO_LOG"},
+    "minimal": {"binlog-row-metadata": "MINIMAL", "binlog-row-image": "MINIMAL"},
+    "noblob": {"binlog-row-image": "NOBLOB"},
+}
+
 # -- values ------------------------------------------------------------------------------------
 
 _TEXT = "abcdefghijklmnopqrstuvwxyz ABC0123456789'\"\\%_-é中😀"
@@ -452,8 +462,11 @@ def _floats(cols: list[Any], row: list[Any]) -> list[Any]:
             for c, v in zip(cols, row)]
 
 
-def compare(spark: Any, settings: Any, state: dict[str, Any], gone: set[str]) -> list[str]:
-    """Differences between the mirrors and the server's rows: one line each (empty: equal)."""
+def compare(spark: Any, settings: Any, state: dict[str, Any], gone: set[str],
+            notes: list[str] | None = None) -> list[str]:
+    """Differences between the mirrors and the server's rows: one line each (empty: equal).
+    ``notes`` gets what is not compared, and why."""
+    notes = [] if notes is None else notes
     from .mirror_oracle import actual, expected
 
     problems: list[str] = []
@@ -468,8 +481,17 @@ def compare(spark: Any, settings: Any, state: dict[str, Any], gone: set[str]) ->
         mcols = spark.table(settings.table(mirror)).columns
         names = [_mirror_column(mcols, c.name or "") for c in cols]
         if None in names:
-            problems.append(f"{t}: columns {[c.name for c in cols]} not all in {mcols}")
-            continue
+            # An ALTER reaches the mirror with the table's next row change (docs/lake.md
+            # "Table lifecycle"): until then the mirror lacks the columns it added or
+            # renamed. Compare the others; a key column must be there.
+            lag = [c.name for c, n in zip(cols, names) if n is None]
+            if any(c in lag for c in ("id", "k", "a", "b")):
+                problems.append(f"{t}: key columns {lag} not in {mcols}")
+                continue
+            notes.append(f"{t}: not yet in the mirror: {lag}")
+            cols = [c for c, n in zip(cols, names) if n is not None]
+            names = [n for n in names if n is not None]
+            rows = [{c.name: r[c.name] for c in cols} for r in rows]
         sel = [f"unix_micros(`{n}`)" if c.sql_type == "TIMESTAMP" else f"`{n}`"
                for n, c in zip(names, cols)]
         rows_got = [[actual(c, v) for c, v in zip(cols, r)] for r in spark.sql(
@@ -593,8 +615,10 @@ def run_nights(spark: Any, srv: Any, home: Path, work: Any, log: list[str], *, s
             publish(spark, settings, branch)
             state = server_state(srv)
             ever |= set(state)
-            for p in compare(spark, settings, state, ever):
+            notes: list[str] = []
+            for p in compare(spark, settings, state, ever, notes):
                 problems.append(f"night {n}: {p}")
+            log.extend(f"-- night {n}: {x}" for x in notes)
             if problems:
                 break
     finally:
@@ -622,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nights", type=int, default=3)
     ap.add_argument("--ops", type=int, default=40)
     ap.add_argument("--keep", action="store_true", help="keep the work directories")
+    ap.add_argument("--variant", choices=["cycle", *VARIANTS], default="cycle",
+                    help="the server's row logging (cycle: each seed the next one)")
     args = ap.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="random-nights-"))
     template = MariaDBServer(base / "template", port=free_port())
@@ -631,12 +657,14 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     for seed in _seeds(args.seeds):
         home = base / f"seed{seed}"
-        srv = start_server(home / "srv", template.datadir)
+        variant = (list(VARIANTS)[seed % len(VARIANTS)] if args.variant == "cycle"
+                   else args.variant)
+        srv = start_server(home / "srv", template.datadir, options=VARIANTS[variant])
         try:
             out = run_seed(spark, srv, home, seed, nights=args.nights, ops=args.ops)
         finally:
             srv.stop(timeout=30)
-        print(f"seed {seed}: {out.files} file(s), {len(out.statements)} statement(s), "
+        print(f"seed {seed} ({variant}): {out.files} file(s), {len(out.statements)} statement(s), "
               f"{out.seconds:.0f} s: {'OK' if not out.problems else 'PROBLEMS'}", flush=True)
         for p in out.problems:
             print("   ", p, flush=True)
