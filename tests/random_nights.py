@@ -174,8 +174,9 @@ class Table:
 class Night:
     """One seeded workload on a server: the statements it runs and what it keeps track of."""
 
-    def __init__(self, srv: Any, seed: int, log: list[str]) -> None:
+    def __init__(self, srv: Any, seed: int, log: list[str], *, move_keys: bool = True) -> None:
         self.srv = srv
+        self.move_keys = move_keys
         self.rng = random.Random(seed)
         self.log = log
         self.tables: dict[str, Table] = {}
@@ -283,7 +284,7 @@ class Night:
             self.insert(t, conn)
         elif r < 0.75:
             self.update(t, conn)
-        elif r < 0.9 or conn is not None:
+        elif r < 0.9 or conn is not None or not self.move_keys:
             self.delete(t, conn)
         else:
             self.move_key(t)
@@ -551,12 +552,14 @@ class Scripted:
 
 
 def run_seed(spark: Any, srv: Any, home: Path, seed: int, *, nights: int = 3,
-             ops: int = 40) -> Outcome:
-    """The seed's nights on ``srv`` (a fresh server), each through load on a branch,
-    validate and publish into a fresh lake in ``home``; the problems found."""
+             ops: int = 40, variant: str = "full") -> Outcome:
+    """The seed's nights on ``srv`` (a fresh server started with ``VARIANTS[variant]``),
+    each through load on a branch, validate and publish into a fresh lake in ``home``; the
+    problems found.  With MINIMAL images no UPDATE moves a key: the mirror then leaves the
+    columns the after image lacks NULL (docs/lake.md, a known limit)."""
     log: list[str] = []
-    return run_nights(spark, srv, home, Night(srv, seed, log), log, seed=seed, nights=nights,
-                      ops=ops)
+    work = Night(srv, seed, log, move_keys=variant != "minimal")
+    return run_nights(spark, srv, home, work, log, seed=seed, nights=nights, ops=ops)
 
 
 def run_script(spark: Any, srv: Any, home: Path, script: list[list[str]], *, name: int = 0
@@ -661,7 +664,8 @@ def main(argv: list[str] | None = None) -> int:
                    else args.variant)
         srv = start_server(home / "srv", template.datadir, options=VARIANTS[variant])
         try:
-            out = run_seed(spark, srv, home, seed, nights=args.nights, ops=args.ops)
+            out = run_seed(spark, srv, home, seed, nights=args.nights, ops=args.ops,
+                           variant=variant)
         finally:
             srv.stop(timeout=30)
         print(f"seed {seed} ({variant}): {out.files} file(s), {len(out.statements)} statement(s), "

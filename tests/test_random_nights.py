@@ -14,7 +14,8 @@ publish), every mirror checked against the server's own rows after every night
     value the server does not hold;
   - validation warned on every night with a TRUNCATE, DROP, RENAME or new CREATE
     (``reconciliation.mirror_counts`` compared those mirrors with row changes alone).
-* A few seeds of the random generator (more: ``python -m tests.random_nights``).
+* A few seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
+  (more: ``python -m tests.random_nights``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from .random_nights import run_script, run_seed
+from .random_nights import VARIANTS, run_script, run_seed
 from .servers import start_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration, pytest.mark.slow]
@@ -44,7 +45,7 @@ def server(tmp_path: Path, mariadb_template: Path) -> Iterator[Any]:
 
 def _check(out: Any) -> None:
     assert out.files >= 1
-    assert not out.problems, "\n".join(out.problems + ["-- statements:"] + out.statements)
+    assert not out.problems, "\n".join([*out.problems, "-- statements:", *out.statements])
 
 
 ROWS = ", ".join(f"({i}, 'v{i}')" for i in (1, 2, 3, 5, 8, 9, 13))
@@ -128,6 +129,12 @@ def test_added_column_defaults(spark_lake: Any, server: Any, tmp_path: Path) -> 
     ], name=104))
 
 
-@pytest.mark.parametrize("seed", [1, 3, 4])
-def test_random_nights(spark_lake: Any, server: Any, tmp_path: Path, seed: int) -> None:
-    _check(run_seed(spark_lake, server, tmp_path, seed, nights=3, ops=40))
+@pytest.mark.parametrize(("seed", "variant"), [(1, "full"), (3, "no_log"), (4, "full"),
+                                               (11, "noblob"), (14, "minimal")])
+def test_random_nights(spark_lake: Any, mariadb_template: Path, tmp_path: Path, seed: int,
+                       variant: str) -> None:
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    try:
+        _check(run_seed(spark_lake, srv, tmp_path, seed, nights=3, ops=40, variant=variant))
+    finally:
+        srv.stop(timeout=30)
