@@ -166,8 +166,11 @@ def apply_alters(spark: Any, settings: Settings, history: SchemaHistory,
 def _sets(job: Any, prev: Version, v: Version) -> dict[str, str]:
     """typed column -> SQL expression, for one ALTER (``prev`` -> ``v``)."""
     at = v.start
-    before = [lay for lay in job.named if (lay.seq, lay.pos) <= at]
-    after = [lay for lay in job.named if (lay.seq, lay.pos) > at]
+    # a layout at the statement's own position is the one the history names from it on
+    # (schemas.name_layouts: a RENAME COLUMN changes no Table_map under MINIMAL / NO_LOG
+    # metadata), not one before it: no Table_map sits where a Query event is
+    before = [lay for lay in job.named if (lay.seq, lay.pos) < at]
+    after = [lay for lay in job.named if (lay.seq, lay.pos) >= at]
     if not before or not after:
         return {}
     sb, sa = job.slots_of[id(before[-1])], job.slots_of[id(after[0])]
