@@ -129,6 +129,8 @@ TYPES: list[tuple[str, Any]] = [
     ("JSON", _json),
 ]
 _LIT = dict(TYPES)
+_LIT.update({"DECIMAL(14,2)": lambda r: _dec(r, 12, 2),  # what WIDEN makes of columns
+             "VARCHAR(80)": lambda r: _s(r, _TEXT, 80)})
 # compatible widenings an ALTER may apply, and one incompatible change
 WIDEN = {"INT": "BIGINT", "SMALLINT": "INT", "MEDIUMINT": "BIGINT", "DECIMAL(10,2)": "DECIMAL(14,2)",
          "VARCHAR(40)": "VARCHAR(80)", "FLOAT": "DOUBLE", "TINYINT UNSIGNED": "SMALLINT"}
