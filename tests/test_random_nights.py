@@ -49,14 +49,14 @@ def _check(out: Any) -> None:
 
 
 ROWS = ", ".join(f"({i}, 'v{i}')" for i in (1, 2, 3, 5, 8, 9, 13))
+FIRST_NIGHT = ["CREATE DATABASE rn", "CREATE TABLE rn.a (id INT PRIMARY KEY, v VARCHAR(10))",
+               f"INSERT INTO rn.a VALUES {ROWS}"]
 
 
 def test_truncate_in_the_middle_of_a_night(spark_lake: Any, server: Any, tmp_path: Path
                                            ) -> None:
     _check(run_script(spark_lake, server, tmp_path, [
-        ["CREATE DATABASE rn",
-         "CREATE TABLE rn.a (id INT PRIMARY KEY, v VARCHAR(10))",
-         f"INSERT INTO rn.a VALUES {ROWS}"],
+        FIRST_NIGHT,
         ["INSERT INTO rn.a VALUES (20, 'x'), (21, 'y')",
          "UPDATE rn.a SET v = 'u' WHERE id = 2",
          "TRUNCATE TABLE rn.a",
@@ -73,9 +73,7 @@ def test_truncate_in_the_middle_of_a_night(spark_lake: Any, server: Any, tmp_pat
 def test_rename_then_keys_moved_in_one_run(spark_lake: Any, server: Any, tmp_path: Path
                                            ) -> None:
     _check(run_script(spark_lake, server, tmp_path, [
-        ["CREATE DATABASE rn",
-         "CREATE TABLE rn.a (id INT PRIMARY KEY, v VARCHAR(10))",
-         f"INSERT INTO rn.a VALUES {ROWS}"],
+        FIRST_NIGHT,
         ["UPDATE rn.a SET v = 'before' WHERE id = 3",
          "RENAME TABLE rn.a TO rn.b",
          "UPDATE rn.b SET id = id + 1 ORDER BY id DESC",  # every key moves, most onto others'
@@ -121,9 +119,7 @@ def test_added_column_defaults(spark_lake: Any, server: Any, tmp_path: Path) -> 
     them, for literal defaults of every kind (bit and hex literals, times, sets, two-digit
     years, padded BINARY) and the implicit ones of NOT NULL columns (BIT defaults were NULL)."""
     _check(run_script(spark_lake, server, tmp_path, [
-        ["CREATE DATABASE rn",
-         "CREATE TABLE rn.a (id INT PRIMARY KEY, v VARCHAR(10))",
-         f"INSERT INTO rn.a VALUES {ROWS}"],
+        FIRST_NIGHT,
         [*[f"ALTER TABLE rn.a ADD COLUMN {c}" for c in ADDED],
          "UPDATE rn.a SET v = 'changed' WHERE id = 1"],  # the layout after the ALTERs
     ], name=104))

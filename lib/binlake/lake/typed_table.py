@@ -107,7 +107,6 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
 
 def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     db, tbl, rep, layouts, named, plan = (job.db, job.tbl, job.rep, job.layouts, job.named,
                                           job.plan)
@@ -118,13 +117,8 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
     # replaced; the mirror takes those newer than its watermark).
     src = lit(settings.source)
     scope = "" if full else f" AND order_seq IN ({', '.join(str(n) for n in seqs or [])})"
-    cand = read_table(spark, settings.table(ROW_CHANGES)).where(
-        f"source = {src} AND db = {lit(db)} AND tbl = {lit(tbl)}{scope}").select(
-        "txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before", "after",
-        "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
+    cand = _candidates(spark, settings, db, tbl, scope)
     cl_delete = f"_source = {src}" + ("" if full else scope.replace("order_seq", "_order_seq"))
-    cand = cand.withColumn(f"{INTERNAL}seq", F.expr(
-        "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
     cand_seqs: set[int] | None = None
     if len({lay.seq for lay in layouts}) > MAX_POINTS:  # only the candidates' files
         cand = cand.persist(StorageLevel.MEMORY_AND_DISK)
@@ -141,6 +135,20 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         cand.unpersist()
 
 
+def _candidates(spark: Any, settings: Settings, db: str, tbl: str, more: str) -> Any:
+    """The table's ``row_changes`` of the source (and ``more``: `` AND ...``), as the
+    converter takes them: with ``__bl_in_cl`` (NULL) and ``__bl_seq`` (the file's
+    sequence number, from its name)."""
+    from pyspark.sql import functions as F
+
+    cand = read_table(spark, settings.table(ROW_CHANGES)).where(
+        f"source = {lit(settings.source)} AND db = {lit(db)} AND tbl = {lit(tbl)}{more}"
+    ).select("txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before",
+             "after", "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
+    return cand.withColumn(f"{INTERNAL}seq", F.expr(
+        "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
+
+
 def keys_left_after(spark: Any, settings: Settings, job: _TableJob, seq: int, pos: int
                     ) -> Any | None:
     """The primary-key values (typed, named as the mirror's key columns) that the table's
@@ -151,15 +159,9 @@ def keys_left_after(spark: Any, settings: Settings, job: _TableJob, seq: int, po
 
     if job.plan is None or not job.pk_slots:
         return None
-    src = lit(settings.source)
-    cand = read_table(spark, settings.table(ROW_CHANGES)).where(
-        f"source = {src} AND db = {lit(job.db)} AND tbl = {lit(job.tbl)} "
-        f"AND op IN ('update', 'delete') "
-        f"AND (order_seq > {int(seq)} OR (order_seq = {int(seq)} AND order_pos > {int(pos)}))"
-    ).select("txn_id", "order_seq", "order_pos", "order_idx", "commit_ts", "op", "before",
-             "after", "file", "pos", F.lit(None).cast("boolean").alias(f"{INTERNAL}in_cl"))
-    cand = cand.withColumn(f"{INTERNAL}seq", F.expr(
-        "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
+    cand = _candidates(spark, settings, job.db, job.tbl, (
+        f" AND op IN ('update', 'delete') AND (order_seq > {int(seq)} OR "
+        f"(order_seq = {int(seq)} AND order_pos > {int(pos)}))"))
     conv = _convert(cand, job.layouts, job.named, job.slots_of, job.plan, None, job.pk_slots)
     return conv.select(*[
         F.when(F.col("_op") == "update", F.col(f"{INTERNAL}old{i}")).otherwise(F.col(q(c)))

@@ -587,9 +587,6 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
                 "point) against the night's inserts - deletes in row_changes"}}
 
 
-# schema_history changes that change a mirror with no row change (a CREATE only when it
-# starts a new incarnation of a name: the first one starts an empty table)
-_LIFECYCLE = ("truncate", "drop", "rename_in", "rename_out")
 
 
 def _lifecycle_tables(settings: Settings, read: Any, seqs: list[int] | None
@@ -597,6 +594,7 @@ def _lifecycle_tables(settings: Settings, read: Any, seqs: list[int] | None
     """(db, tbl) lower-cased -> its lifecycle statements (``change@seq,pos``) in the files
     ``seqs`` (None: all), from the lake's ``schema_history``."""
     from ..lake.driver_read import all_of, eq, is_in
+    from ..lake.lifecycle import CLEARING
     from ..lake.tables import SCHEMA_HISTORY
 
     cond = eq("source", settings.source)
@@ -606,8 +604,10 @@ def _lifecycle_tables(settings: Settings, read: Any, seqs: list[int] | None
                     ("db", "tbl", "incarnation", "change", "start_seq", "start_pos"))
     out: dict[tuple[str, str], list[str]] = {}
     for r in (got.to_pylist() if got is not None else []):
-        if r["change"] in _LIFECYCLE or (r["change"] == "create" and
-                                         (r["incarnation"] or 0) > 1):
+        # the statements lake/lifecycle.py applies; a CREATE only when it starts a new
+        # incarnation of a name (the first one starts an empty table)
+        if r["change"] in (*CLEARING, "rename_in", "rename_out") and (
+                r["change"] != "create" or (r["incarnation"] or 0) > 1):
             out.setdefault((str(r["db"]).lower(), str(r["tbl"]).lower()), []).append(
                 f"{r['change']}@{r['start_seq']},{r['start_pos']}")
     return out
