@@ -125,6 +125,35 @@ def test_added_column_defaults(spark_lake: Any, server: Any, tmp_path: Path) -> 
     ], name=104))
 
 
+@pytest.mark.parametrize("variant", ["noblob", "minimal"])
+def test_alters_between_partial_updates(spark_lake: Any, mariadb_template: Path,
+                                        tmp_path: Path, variant: str) -> None:
+    """ALTERs among a night's UPDATEs whose images are partial (NOBLOB: a column retyped to
+    TEXT is absent from the updates that leave it; MINIMAL: every column they leave): the
+    updated rows kept the retyped column's new typed column, an added column and a renamed
+    column NULL (the ALTER was replayed after the night's changes, on rows that were no
+    longer older than it), for rows from earlier nights and rows the night wrote before the
+    ALTER alike."""
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    try:
+        _check(run_script(spark_lake, srv, tmp_path, [
+            ["CREATE DATABASE rn",
+             "CREATE TABLE rn.a (id INT PRIMARY KEY, c INT, v VARCHAR(10), w INT)",
+             "INSERT INTO rn.a VALUES (1, 10, 'a', 1), (2, 20, 'b', 2), (3, 30, 'c', 3)"],
+            ["INSERT INTO rn.a VALUES (4, 40, 'd', 4)",
+             "UPDATE rn.a SET v = 'p' WHERE id = 3",
+             "ALTER TABLE rn.a MODIFY c TEXT",
+             "UPDATE rn.a SET v = 'x' WHERE id IN (1, 3, 4)",
+             "ALTER TABLE rn.a ADD COLUMN d INT NOT NULL DEFAULT 7",
+             "ALTER TABLE rn.a RENAME COLUMN w TO w2",
+             "UPDATE rn.a SET v = 'y' WHERE id IN (1, 2)",
+             "INSERT INTO rn.a VALUES (5, '50', 'e', 5, 8)"],
+            ["UPDATE rn.a SET v = 'z' WHERE id IN (2, 3, 4, 5)"],
+        ], name=105 if variant == "noblob" else 106))
+    finally:
+        srv.stop(timeout=30)
+
+
 @pytest.mark.parametrize(("seed", "variant"), [(1, "full"), (3, "no_log"), (4, "full"),
                                                (11, "noblob"), (14, "minimal")])
 def test_random_nights(spark_lake: Any, mariadb_template: Path, tmp_path: Path, seed: int,

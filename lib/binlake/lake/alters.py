@@ -30,9 +30,8 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import SchemaColumn, SchemaHistory, Version
-from .lifecycle import older_than
 from .typed_ddl import _exists
-from .typed_plan import lit, q, table_names
+from .typed_plan import lit, older_than, q, table_names
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _STRING = re.compile(r"^'(?:[^'\\]|\\.|'')*'$", re.S)
@@ -133,34 +132,56 @@ def _time(c: SchemaColumn, text: str) -> str | None:
     return lit(out)
 
 
-def apply_alters(spark: Any, settings: Settings, history: SchemaHistory,
-                 jobs: list[Any]) -> dict[str, Any]:
-    """Replay the ALTERs of the run's tables on their mirrors' older rows; returns per
-    ``db.tbl`` the statements' positions and the typed columns set."""
+def alter_steps(history: SchemaHistory, job: Any) -> list[tuple[tuple[int, int], dict[str, str]]]:
+    """The ALTERs of a run's table to replay on its mirror: (statement position, typed column
+    -> SQL expression), in order; those at or before the mirror's watermark of before the
+    run are done already."""
+    if job.plan is None or not job.pk_slots or not job.named:
+        return []
+    versions = history.versions.get((job.db.lower(), job.tbl.lower()), [])
+    steps = []
+    for i, v in enumerate(versions):
+        if v.change != "alter" or v.columns is None or i == 0:
+            continue
+        if job.wm is not None and (v.start[0], v.start[1]) <= (job.wm[0], job.wm[1]):
+            continue
+        prev = versions[i - 1]
+        if prev.columns is None or not prev.exists:
+            continue
+        sets = _sets(job, prev, v)
+        if sets:
+            steps.append(((int(v.start[0]), int(v.start[1])), sets))
+    return steps
+
+
+def apply_alters(spark: Any, settings: Settings, jobs: list[Any]) -> dict[str, Any]:
+    """Replay the ALTERs of the run's tables (``job.alters``: :func:`alter_steps`) on their
+    mirrors' older rows, where the typed step has not replayed them itself between the
+    run's changes (``job.altered``: a partial-image delta, see
+    :func:`binlake.lake.typed_table._fill`); returns per ``db.tbl`` the statements'
+    positions and the typed columns set."""
     out: dict[str, Any] = {}
     for job in jobs:
-        if job.plan is None or not job.pk_slots or not job.named:
-            continue
-        versions = history.versions.get((job.db.lower(), job.tbl.lower()), [])
-        mirror = settings.table(table_names(job.db, job.tbl)[1])
-        done = []
-        for i, v in enumerate(versions):
-            if v.change != "alter" or v.columns is None or i == 0:
-                continue
-            if job.wm is not None and (v.start[0], v.start[1]) <= (job.wm[0], job.wm[1]):
-                continue
-            prev = versions[i - 1]
-            if prev.columns is None or not prev.exists:
-                continue
-            sets = _sets(job, prev, v)
-            if sets and _exists(spark, mirror):
-                assign = ", ".join(f"{q(k)} = {e}" for k, e in sets.items())
-                spark.sql(f"UPDATE {mirror} SET {assign} WHERE _source = "
-                          f"{lit(settings.source)} AND {older_than(v.start)}")
-                done.append({"pos": f"{v.start[0]},{v.start[1]}", "set": sorted(sets)})
+        if job.altered is not None:
+            done = job.altered
+        else:
+            mirror = settings.table(table_names(job.db, job.tbl)[1])
+            done = [d for pos, sets in job.alters
+                    if (d := replay_alter(spark, settings, mirror, pos, sets)) is not None]
         if done:
             out[f"{job.db}.{job.tbl}"] = done
     return out
+
+
+def replay_alter(spark: Any, settings: Settings, mirror: str, pos: tuple[int, int],
+                 sets: dict[str, str]) -> dict[str, Any] | None:
+    """One ALTER's rewrite of the mirror's rows older than the statement at ``pos``."""
+    if not _exists(spark, mirror):
+        return None
+    assign = ", ".join(f"{q(k)} = {e}" for k, e in sets.items())
+    spark.sql(f"UPDATE {mirror} SET {assign} WHERE _source = {lit(settings.source)} AND "
+              f"{older_than(pos)}")
+    return {"pos": f"{pos[0]},{pos[1]}", "set": sorted(sets)}
 
 
 def _sets(job: Any, prev: Version, v: Version) -> dict[str, str]:

@@ -34,7 +34,7 @@ from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, XaXid
 from ..txn.split import pack_tasks
 from . import extract as X
 from . import schemas as S
-from .alters import apply_alters
+from .alters import alter_steps, apply_alters
 from .commit import add_data_files, fork_branch, remove_files, table_out
 from .files import _file_rows, _record_files, _shape
 from .lifecycle import apply_lifecycle, last_points
@@ -440,6 +440,8 @@ def land(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
             # Typed per-table changelog and mirror tables (when the binlog names the
             # columns).
             if prepared.jobs:
+                for job in prepared.jobs:  # (replayed by the fill itself, or after it)
+                    job.alters = alter_steps(run_history.history, job)
                 summary.typed = typed.fill(
                     spark, settings, prepared, resolved.typed_stats,
                     [w for w in to_add if w["table"] not in RECORD_TABLES],
@@ -455,7 +457,7 @@ def land(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
         for name, rep in nopk.items():
             summary.typed["tables"].get(name, {}).update(mirror=rep["mirror"], nopk=rep)
         # ALTER TABLE rewrote the rows no change touched since (alters.py)
-        altered = apply_alters(spark, settings, run_history.history, prepared.jobs)
+        altered = apply_alters(spark, settings, prepared.jobs)
         for name, done in altered.items():
             summary.typed["tables"].get(name, {})["altered"] = done
     return good_seqs

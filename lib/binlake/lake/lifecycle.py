@@ -33,20 +33,12 @@ from .commit import fork_branch
 from .spark import read_table
 from .tables import delete_where
 from .typed_ddl import _exists
-from .typed_plan import lit, q, table_names
+from .typed_plan import lit, older_than, q, table_names
 from .typed_table import _TableJob, keys_left_after
 from .typedconv import ORDER
 
 CLEARING = ("truncate", "drop", "create")
 Name = tuple[str, str]
-
-
-def older_than(pos: Position) -> str:
-    """SQL: the order key is before the DDL statement at ``pos``: a transaction's
-    ``order_pos`` is its end offset, at most the statement's position when it ends before
-    it (where no GTID event comes between them, equal to it)."""
-    seq, p = int(pos[0]), int(pos[1])
-    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos <= {p}))"
 
 
 def _mirror(settings: Settings, name: Name) -> str:

@@ -289,3 +289,11 @@ def _after(wm: tuple[int, int, int] | None, cols: tuple[str, str, str] = ORDER,
     a, b, c = cols
     op = ">" if strict else ">="
     return f"({a} >= {s} AND ({a} > {s} OR {b} > {p} OR ({b} = {p} AND {c} {op} {i})))"
+
+
+def older_than(pos: tuple[int, int]) -> str:
+    """SQL: the order key is before the DDL statement at ``pos``: a transaction's
+    ``order_pos`` is its end offset, at most the statement's position when it ends before
+    it (where no GTID event comes between them, equal to it)."""
+    seq, p = int(pos[0]), int(pos[1])
+    return f"(_order_seq < {seq} OR (_order_seq = {seq} AND _order_pos <= {p}))"

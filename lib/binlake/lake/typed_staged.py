@@ -69,9 +69,9 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
             assert job.plan is not None and spec.stage is not None and parts is not None
             return _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct,
                               blocked, commit, run_id, here, parts)
-    _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots, job.wm,
-          job.rep, stats=total, write_changelog=write_changelog, mirror_new=job.mirror_new,
-          fold=fold)
+    job.altered = _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots,
+                        job.wm, job.rep, stats=total, write_changelog=write_changelog,
+                        mirror_new=job.mirror_new, fold=fold, alters=job.alters)
 
 
 # A staged delta this small is folded on the driver (no Spark job; the fold holds it in

@@ -26,6 +26,7 @@ from .typed_plan import (
     _after,
     _Group,
     lit,
+    older_than,
     plan_schema,
     q,
     table_names,
@@ -50,6 +51,10 @@ class _TableJob:
     wm: tuple[int, int, int] | None = None
     seqs: list[int] | None = None
     mirror_new: bool = False  # the mirror was created by this run: it is empty
+    # the ALTERs to replay on the mirror (alters.alter_steps), and those the fill replayed
+    # itself between the run's changes (a partial-image delta: _fill), None when it did not
+    alters: list[tuple[tuple[int, int], dict[str, str]]] = field(default_factory=list)
+    altered: list[dict[str, Any]] | None = None
 
 
 def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
@@ -127,8 +132,8 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         conv = _convert(cand, layouts, named, slots_of, plan, cand_seqs, pk_slots)
         conv = conv.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots, wm, rep,
-                  mirror_new=job.mirror_new)
+            job.altered = _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots,
+                                wm, rep, mirror_new=job.mirror_new, alters=job.alters)
         finally:
             conv.unpersist()
     finally:
@@ -241,12 +246,23 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
 def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mirror: str,
           plan: Plan, pk_slots: list[str], wm: tuple[int, int, int] | None,
           rep: dict[str, Any], stats: dict[str, Any] | None = None,
-          write_changelog: Any = None, mirror_new: bool = False, fold: Any = None) -> None:
+          write_changelog: Any = None, mirror_new: bool = False, fold: Any = None,
+          alters: list[tuple[tuple[int, int], dict[str, str]]] | None = None
+          ) -> list[dict[str, Any]] | None:
     """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
     mirror.  Tables are filled in threads; their commits queue for the catalog's connection
     (one per JVM on SQLite: see :func:`binlake.lake.spark.jdbc_catalog_properties`).
     ``fold(blocked)``, when given, applies the delta to the mirror in place of
-    :func:`_merge_mirror` (see :func:`_fold_fast`; it returns where the delta was folded)."""
+    :func:`_merge_mirror` (see :func:`_fold_fast`; it returns where the delta was folded).
+
+    ``alters``: the ALTERs to replay on the mirror's older rows (alters.alter_steps).  The
+    load replays them after the typed step (alters.apply_alters), except where the delta's
+    updates carry partial images (``binlog_row_image`` MINIMAL / NOBLOB) and an ALTER falls
+    among the run's changes: an update after the ALTER keeps the columns its image lacks
+    from the row before it, which must be rewritten by the ALTER first (a retyped column's
+    value in its new typed column, an added column's default).  Then the delta is MERGEd in
+    segments, the changes before each ALTER, that ALTER replayed, and so on; returns the
+    replays done (None: none here, the load's to do)."""
     from pyspark.sql import functions as F
 
     t0 = time.time()
@@ -292,8 +308,9 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     rep["changelog_rows"] = int(stats["cl"] or 0)
     step("changelog")
     if not pk_slots or not stats["delta"]:
-        return
+        return None
     last = stats["last"]
+    replayed = None
     cond = delta
     if stats["blocked"] is not None:
         b = tuple(stats["blocked"])
@@ -310,14 +327,45 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         rep["mirror_fold"] = fold(blocked) or "executor"
     elif n:
         rep["mirror_fold"] = "spark"
-        _merge_mirror(spark, settings, conv.where(cond).where(f"{L} >= 0"), mirror, plan,
-                      pk_slots, bool(stats["partial"]), mirror_new)
+        todo = conv.where(cond).where(f"{L} >= 0")
+        if stats["partial"] and alters:
+            replayed = _merge_in_segments(spark, settings, todo, mirror, plan, pk_slots,
+                                          mirror_new, alters)
+        else:
+            _merge_mirror(spark, settings, todo, mirror, plan, pk_slots,
+                          bool(stats["partial"]), mirror_new)
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
         spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
                   f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
         step("watermark")
+    return replayed
+
+
+def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, plan: Plan,
+                       pk_slots: list[str], mirror_new: bool,
+                       alters: list[tuple[tuple[int, int], dict[str, str]]]
+                       ) -> list[dict[str, Any]]:
+    """A partial-image delta MERGEd the changes before each ALTER of ``alters`` at a time,
+    each ALTER replayed on the mirror's older rows after them (see :func:`_fill`)."""
+    from .alters import replay_alter
+
+    done: list[dict[str, Any]] = []
+    since = "true"
+    for pos, sets in alters:
+        part = todo.where(f"{since} AND {older_than(pos)}")
+        if part.take(1):
+            _merge_mirror(spark, settings, part, mirror, plan, pk_slots, True, mirror_new)
+            mirror_new = False
+        d = replay_alter(spark, settings, mirror, pos, sets)
+        if d is not None:
+            done.append(d)
+        since = f"NOT {older_than(pos)}"
+    rest = todo.where(since)
+    if rest.take(1):
+        _merge_mirror(spark, settings, rest, mirror, plan, pk_slots, True, mirror_new)
+    return done
 
 
 def _stats(conv: Any, new_cl: str, delta: str, okey: str) -> dict[str, Any]:
