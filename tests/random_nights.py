@@ -557,10 +557,9 @@ def run_seed(spark: Any, srv: Any, home: Path, seed: int, *, nights: int = 3,
              ops: int = 40, variant: str = "full") -> Outcome:
     """The seed's nights on ``srv`` (a fresh server started with ``VARIANTS[variant]``),
     each through load on a branch, validate and publish into a fresh lake in ``home``; the
-    problems found.  With MINIMAL and NOBLOB images no UPDATE moves a key: the mirror then
-    leaves the columns the after image lacks NULL (docs/lake.md, a known limit)."""
+    problems found."""
     log: list[str] = []
-    work = Night(srv, seed, log, move_keys=variant not in ("minimal", "noblob"))
+    work = Night(srv, seed, log)
     return run_nights(spark, srv, home, work, log, seed=seed, nights=nights, ops=ops)
 
 

@@ -14,6 +14,10 @@ publish), every mirror checked against the server's own rows after every night
     value the server does not hold;
   - validation warned on every night with a TRUNCATE, DROP, RENAME or new CREATE
     (``reconciliation.mirror_counts`` compared those mirrors with row changes alone).
+  - ALTERs among updates with partial images (MINIMAL / NOBLOB): the updated rows lost the
+    retyped, added or renamed column's value;
+  - UPDATEs that move keys with partial images: the moved rows lost the columns their
+    images lack.
 * A few seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
   (more: ``python -m tests.random_nights``).
 """
@@ -150,6 +154,40 @@ def test_alters_between_partial_updates(spark_lake: Any, mariadb_template: Path,
              "INSERT INTO rn.a VALUES (5, '50', 'e', 5, 8)"],
             ["UPDATE rn.a SET v = 'z' WHERE id IN (2, 3, 4, 5)"],
         ], name=105 if variant == "noblob" else 106))
+    finally:
+        srv.stop(timeout=30)
+
+
+@pytest.mark.parametrize("variant", ["minimal", "noblob"])
+def test_keys_moved_with_partial_images(spark_lake: Any, mariadb_template: Path,
+                                        tmp_path: Path, variant: str) -> None:
+    """UPDATEs that move keys, logged with partial images (MINIMAL: the after image has the
+    key and the changed columns only; NOBLOB: no unchanged TEXT): the moved rows lost the
+    columns their images lack (NULL in the mirror).  Rows from earlier nights, rows moved
+    twice in a run (across a file), moved onto keys other rows left, a swap through a
+    spare key, and a move after an ALTER that retyped a column."""
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    rows = ", ".join(f"({i}, {i * 10}, 'v{i}', 't{i}')" for i in range(1, 9))
+    try:
+        _check(run_script(spark_lake, srv, tmp_path, [
+            ["CREATE DATABASE rn",
+             "CREATE TABLE rn.a (id INT PRIMARY KEY, n INT, v VARCHAR(10), t TEXT)",
+             f"INSERT INTO rn.a VALUES {rows}"],
+            ["UPDATE rn.a SET id = id + 100 WHERE id IN (1, 2)",
+             "UPDATE rn.a SET n = 11 WHERE id = 101",
+             "UPDATE rn.a SET id = 1 WHERE id = 101",  # back to a key it left
+             "UPDATE rn.a SET id = id + 1 ORDER BY id DESC",  # every key, onto others'
+             "FLUSH BINARY LOGS",
+             "UPDATE rn.a SET id = 50, v = 'w' WHERE id = 4",
+             "UPDATE rn.a SET id = 0 WHERE id = 5",  # swap 5 and 6 through 0
+             "UPDATE rn.a SET id = 5 WHERE id = 6",
+             "UPDATE rn.a SET id = 6 WHERE id = 0",
+             "INSERT INTO rn.a VALUES (200, 2, 'new', 'x')",
+             "UPDATE rn.a SET id = 201 WHERE id = 200"],
+            ["ALTER TABLE rn.a MODIFY n VARCHAR(20)",
+             "UPDATE rn.a SET id = id * 1000 WHERE id IN (3, 50)",
+             "UPDATE rn.a SET t = 'changed', id = 7000 WHERE id = 7"],
+        ], name=107 if variant == "minimal" else 108))
     finally:
         srv.stop(timeout=30)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from .commit import fork_branch
+from .moves import resolve_moves
 from .tables import delete_where
 from .typed_plan import (
     INTERNAL,
@@ -23,14 +24,16 @@ from .typedconv import ORDER
 
 def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan: Plan,
                   pk_slots: list[str], partial: bool, empty: bool = False,
-                  folded: bool = False) -> None:
+                  folded: bool = False, notes: list[str] | None = None) -> None:
     """Fold the delta per key (the latest change wins; with ``partial`` images, an update
     keeps the columns its image does not carry, also across several changes of one key) and
     MERGE it into the mirror.  Into a mirror created by this run (``empty``) the MERGE
     would only insert: the folded rows that are not deletes are appended instead (after
     deleting the source's rows: a retried append adds nothing twice).  A ``folded`` delta is
     one already folded (:func:`fold.fold_delta`: the typed columns, ``_op``, the order
-    columns and ``_commit_ts``, one row per key)."""
+    columns and ``_commit_ts``, one row per key).  With ``partial`` images, an update that
+    moves a key first gets the columns its image lacks from the row it moves
+    (:func:`binlake.lake.moves.resolve_moves`; ``notes`` says when it could not)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -46,6 +49,8 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
         _apply_mirror(spark, settings, src, mirror, pk_slots, others, kfs, OP, ORD, TS,
                       partial, empty)
         return
+    if partial:
+        delta = resolve_moves(spark, settings, delta, mirror, plan, pk_slots, empty, notes)
     base = delta.select(
         F.col("_op").alias(OP), F.struct(*[F.col(c) for c in ORDER]).alias(ORD),
         F.col("_commit_ts").alias(TS), *[F.col(q(c)) for c in typed],

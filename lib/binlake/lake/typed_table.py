@@ -330,10 +330,10 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         todo = conv.where(cond).where(f"{L} >= 0")
         if stats["partial"] and alters:
             replayed = _merge_in_segments(spark, settings, todo, mirror, plan, pk_slots,
-                                          mirror_new, alters)
+                                          mirror_new, alters, rep["notes"])
         else:
             _merge_mirror(spark, settings, todo, mirror, plan, pk_slots,
-                          bool(stats["partial"]), mirror_new)
+                          bool(stats["partial"]), mirror_new, notes=rep["notes"])
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
@@ -345,8 +345,8 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
 
 def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, plan: Plan,
                        pk_slots: list[str], mirror_new: bool,
-                       alters: list[tuple[tuple[int, int], dict[str, str]]]
-                       ) -> list[dict[str, Any]]:
+                       alters: list[tuple[tuple[int, int], dict[str, str]]],
+                       notes: list[str]) -> list[dict[str, Any]]:
     """A partial-image delta MERGEd the changes before each ALTER of ``alters`` at a time,
     each ALTER replayed on the mirror's older rows after them (see :func:`_fill`)."""
     from .alters import replay_alter
@@ -356,7 +356,8 @@ def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, p
     for pos, sets in alters:
         part = todo.where(f"{since} AND {older_than(pos)}")
         if part.take(1):
-            _merge_mirror(spark, settings, part, mirror, plan, pk_slots, True, mirror_new)
+            _merge_mirror(spark, settings, part, mirror, plan, pk_slots, True, mirror_new,
+                          notes=notes)
             mirror_new = False
         d = replay_alter(spark, settings, mirror, pos, sets)
         if d is not None:
@@ -364,7 +365,8 @@ def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, p
         since = f"NOT {older_than(pos)}"
     rest = todo.where(since)
     if rest.take(1):
-        _merge_mirror(spark, settings, rest, mirror, plan, pk_slots, True, mirror_new)
+        _merge_mirror(spark, settings, rest, mirror, plan, pk_slots, True, mirror_new,
+                      notes=notes)
     return done
 
 
