@@ -489,7 +489,13 @@ def compare(spark: Any, settings: Any, state: dict[str, Any], gone: set[str],
             # renamed. Compare the others; a key column must be there.
             lag = [c.name for c, n in zip(cols, names) if n is None]
             if any(c in lag for c in ("id", "k", "a", "b")):
-                problems.append(f"{t}: key columns {lag} not in {mcols}")
+                # a table created again with another key and no row yet: the mirror is
+                # emptied by the DROP and keeps the old columns until the first row
+                n = spark.sql(f"SELECT count(*) FROM {settings.table(mirror)}").collect()[0][0]
+                if rows or n:
+                    problems.append(f"{t}: key columns {lag} not in {mcols}")
+                else:
+                    notes.append(f"{t}: created again, no row yet: {lag} not in the mirror")
                 continue
             notes.append(f"{t}: not yet in the mirror: {lag}")
             cols = [c for c, n in zip(cols, names) if n is not None]

@@ -17,7 +17,9 @@ publish), every mirror checked against the server's own rows after every night
   - ALTERs among updates with partial images (MINIMAL / NOBLOB): the updated rows lost the
     retyped, added or renamed column's value;
   - UPDATEs that move keys with partial images: the moved rows lost the columns their
-    images lack.
+    images lack;
+  - a DATETIME / TIMESTAMP column retyped to text: the older rows' text lost the trailing
+    zeros of its fractional seconds.
 * A few seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
   (more: ``python -m tests.random_nights``).
 """
@@ -127,6 +129,23 @@ def test_added_column_defaults(spark_lake: Any, server: Any, tmp_path: Path) -> 
         [*[f"ALTER TABLE rn.a ADD COLUMN {c}" for c in ADDED],
          "UPDATE rn.a SET v = 'changed' WHERE id = 1"],  # the layout after the ALTERs
     ], name=104))
+
+
+def test_temporal_columns_retyped_to_text(spark_lake: Any, server: Any, tmp_path: Path
+                                          ) -> None:
+    """MODIFY of a DATETIME / TIMESTAMP column to a text type: the server writes every
+    fractional digit of the column into the older rows' text; Spark's cast dropped the
+    trailing zeros ('.100000' came out '.1')."""
+    _check(run_script(spark_lake, server, tmp_path, [
+        ["CREATE DATABASE rn",
+         "CREATE TABLE rn.a (id INT PRIMARY KEY, d6 DATETIME(6), d0 DATETIME, "
+         "t3 TIMESTAMP(3) NULL, v VARCHAR(10))",
+         "INSERT INTO rn.a VALUES (1, '2020-01-02 03:04:05.100000', '2020-01-02 03:04:05', "
+         "'2021-02-03 04:05:06.120', 'a'), (2, '1999-12-31 23:59:59.000001', "
+         "'1999-12-31 23:59:59', '2001-01-01 00:00:00.000', 'b'), (3, NULL, NULL, NULL, 'c')"],
+        ["ALTER TABLE rn.a MODIFY d6 TEXT, MODIFY d0 VARCHAR(30), MODIFY t3 TEXT",
+         "UPDATE rn.a SET v = 'z' WHERE id = 3"],  # the layout after the ALTER
+    ], name=109))
 
 
 @pytest.mark.parametrize("variant", ["noblob", "minimal"])

@@ -184,6 +184,16 @@ def replay_alter(spark: Any, settings: Settings, mirror: str, pos: tuple[int, in
     return {"pos": f"{pos[0]},{pos[1]}", "set": sorted(sets)}
 
 
+def _converted(old: SchemaColumn, src: str, to: str) -> str:
+    """SQL: the typed column ``src`` of ``old`` as the server converts it to a column of
+    typed type ``to`` (Spark's cast, except a DATETIME or TIMESTAMP to text: the server
+    writes all of the column's fractional digits, Spark's cast drops trailing zeros)."""
+    if old.base in ("datetime", "timestamp") and to.upper() == "STRING":
+        frac = "." + "S" * old.scale if old.scale else ""
+        return f"date_format({src}, 'yyyy-MM-dd HH:mm:ss{frac}')"
+    return f"CAST({src} AS {to})"
+
+
 def _sets(job: Any, prev: Version, v: Version) -> dict[str, str]:
     """typed column -> SQL expression, for one ALTER (``prev`` -> ``v``)."""
     at = v.start
@@ -212,7 +222,7 @@ def _sets(job: Any, prev: Version, v: Version) -> dict[str, str]:
             continue  # unchanged by this statement
         src = sb.get(old.name)
         if src is not None and src != dst and src in types:
-            sets[dst] = f"CAST({q(src)} AS {types[dst]})"
+            sets[dst] = _converted(old, q(src), types[dst])
     # the typed columns the table no longer fills (a dropped, renamed or retyped column's
     # old one) are NULL in the rewritten rows, as in rows a later change wrote
     now = {c.name.lower(): c for c in v.columns or ()}
