@@ -42,7 +42,7 @@ def resolve_moves(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     for c, o in zip(pk_slots, olds):
         same = same & F.col(q(c)).eqNullSafe(F.col(o))
     is_move = (F.col("_op") == "update") & ~same & (F.size("_absent") > 0)
-    moves = [tuple(r) for r in delta.where(is_move).select(
+    moves = [_key(r) for r in delta.where(is_move).select(
         *[F.col(q(c)) for c in pk_slots], *olds).limit(MOVES_MAX + 1).collect()]
     if not moves:
         return delta
@@ -78,16 +78,16 @@ def resolve_moves(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
 
     state: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in rows:
-        state[tuple(r[c] for c in pk_slots)] = {c: r[c] for c in others}
+        state[_key(r[c] for c in pk_slots)] = {c: r[c] for c in others}
     whole: list[tuple[Any, ...]] = []
     for r in sorted(changes, key=lambda r: tuple(r[c] for c in ORDER)):
-        key = tuple(r[c] for c in pk_slots)
+        key = _key(r[c] for c in pk_slots)
         op = r["_op"]
         if op == "delete":
             state.pop(key, None)
             continue
         absent = set(r["_absent"] or ())
-        old = tuple(r[o] for o in olds)
+        old = _key(r[o] for o in olds)
         moved = op == "update" and old != key
         base = (state.pop(old, None) if moved else state.get(key)) or {}
         state[key] = now = {c: base.get(c) if c in absent else r[c] for c in others}
@@ -98,3 +98,8 @@ def resolve_moves(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
             whole.append(tuple(d[c] for c in cols))
     made = spark.createDataFrame(whole, body.schema)
     return body.where(~is_move).unionByName(made)
+
+
+def _key(values: Any) -> tuple[Any, ...]:
+    """Key values as a dict key (Spark gives a BINARY value as a bytearray: unhashable)."""
+    return tuple(bytes(v) if isinstance(v, bytearray) else v for v in values)
