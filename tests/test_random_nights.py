@@ -20,7 +20,7 @@ publish), every mirror checked against the server's own rows after every night
     images lack;
   - a DATETIME / TIMESTAMP column retyped to text: the older rows' text lost the trailing
     zeros of its fractional seconds.
-* A few seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
+* Four seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
   (more: ``python -m tests.random_nights``).
 """
 
@@ -216,8 +216,9 @@ def test_keys_moved_with_partial_images(spark_lake: Any, mariadb_template: Path,
         srv.stop(timeout=30)
 
 
-@pytest.mark.parametrize(("seed", "variant"), [(1, "full"), (3, "no_log"), (4, "full"),
-                                               (11, "noblob"), (14, "minimal")])
+# (four seeds: CI's time; more with ``python -m tests.random_nights``)
+@pytest.mark.parametrize(("seed", "variant"), [(1, "full"), (3, "no_log"), (11, "noblob"),
+                                               (14, "minimal")])
 def test_random_nights(spark_lake: Any, mariadb_template: Path, tmp_path: Path, seed: int,
                        variant: str) -> None:
     srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
