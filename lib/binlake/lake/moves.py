@@ -38,10 +38,8 @@ def resolve_moves(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     others = [c for c in typed if c not in set(pk_slots)]
     olds = [f"{INTERNAL}old{i}" for i in range(len(pk_slots))]
     cols = [*typed, *olds, "_op", *ORDER, "_commit_ts", "_absent"]
-    same = F.lit(True)
-    for c, o in zip(pk_slots, olds):
-        same = same & F.col(q(c)).eqNullSafe(F.col(o))
-    is_move = (F.col("_op") == "update") & ~same & (F.size("_absent") > 0)
+    is_move = (F.col("_op") == "update") & ~same_key(pk_slots, olds) & (
+        F.size("_absent") > 0)
     moves = [_key(r) for r in delta.where(is_move).select(
         *[F.col(q(c)) for c in pk_slots], *olds).limit(MOVES_MAX + 1).collect()]
     if not moves:
@@ -98,6 +96,17 @@ def resolve_moves(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
             whole.append(tuple(d[c] for c in cols))
     made = spark.createDataFrame(whole, body.schema)
     return body.where(~is_move).unionByName(made)
+
+
+def same_key(pk_slots: list[str], olds: list[str]) -> Any:
+    """Column: the change's key (``pk_slots``) is its old key (``olds``), NULLs equal; of
+    an update, that it did not move its row."""
+    from pyspark.sql import functions as F
+
+    same = F.lit(True)
+    for c, o in zip(pk_slots, olds):
+        same = same & F.col(q(c)).eqNullSafe(F.col(o))
+    return same
 
 
 def _key(values: Any) -> tuple[Any, ...]:

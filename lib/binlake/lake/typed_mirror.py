@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from .commit import fork_branch
-from .moves import resolve_moves
+from .moves import resolve_moves, same_key
 from .tables import delete_where
 from .typed_plan import (
     INTERNAL,
@@ -55,9 +55,7 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
         F.col("_op").alias(OP), F.struct(*[F.col(c) for c in ORDER]).alias(ORD),
         F.col("_commit_ts").alias(TS), *[F.col(q(c)) for c in typed],
         *[F.col(o) for o in olds], "_absent")
-    same = F.lit(True)
-    for c, o in zip(pk_slots, olds):
-        same = same & F.col(q(c)).eqNullSafe(F.col(o))
+    same = same_key(pk_slots, olds)
     upd = F.col(OP) == "update"
     # An update that changes the key: a delete of the old key, then the row at the new one.
     gone = base.where(upd & ~same).select(

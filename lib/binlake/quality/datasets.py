@@ -587,8 +587,6 @@ def build_mirrors(spark: Any, settings: Settings, read: Any, seqs: list[int]
                 "point) against the night's inserts - deletes in row_changes"}}
 
 
-
-
 def _lifecycle_tables(settings: Settings, read: Any, seqs: list[int] | None
                       ) -> dict[tuple[str, str], list[str]]:
     """(db, tbl) lower-cased -> its lifecycle statements (``change@seq,pos``) in the files
