@@ -12,7 +12,11 @@ echo "== mypy" >&2
 "$VENV/bin/mypy"
 echo "== pytest" >&2
 set +e
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+# Two worker processes, each taking whole test files (a module's fixtures stay in one
+# process): most tests wait on servers, JVMs and subprocesses, so two share the two cores
+# (about half the wall time of one). BINLAKE_TEST_WORKERS=0 runs them in this process.
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  -n "${BINLAKE_TEST_WORKERS:-2}" --dist loadfile "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

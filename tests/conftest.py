@@ -27,6 +27,9 @@ from binlake_dev.mariadb import MariaDBServer, free_port  # noqa: E402
 HAVE_MARIADB = bool(shutil.which("mariadbd") and shutil.which("mariadb-install-db"))
 
 
+# the attribute that marks the suite's shared Spark session (``spark_lake``)
+SHARED = "_binlake_tests_shared"
+
 def _start(base: Path, template: Path, **kw: object) -> MariaDBServer:
     from .servers import start_server
 
@@ -97,6 +100,7 @@ def spark_lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         spark = build_session(boot, app_name="binlake-tests", master="local[2]")
     except SparkSetupError as exc:
         pytest.skip(f"no Spark for the lake: {exc}")
+    setattr(spark, SHARED, True)  # tests/test_analyst_guide.py: not to be stopped by a module
     try:
         yield spark
     finally:

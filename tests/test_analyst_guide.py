@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from .conftest import SHARED
+
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -258,10 +260,14 @@ def _start_server(base: Path, template: Path) -> Any:
 
 
 def _stop_active_spark() -> None:
+    """Stop the process's session, so the guide starts one as an analyst does; but not the
+    suite's shared one (conftest ``spark_lake``: the later modules of this process use it,
+    as they do under pytest-xdist, where a worker may run this module after them). The
+    guide then registers its catalog on that session, as ``build_session`` does."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-    if active is not None:
+    if active is not None and not getattr(active, SHARED, False):
         active.stop()
 
 
