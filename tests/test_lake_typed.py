@@ -550,11 +550,9 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
     stage = _stage_root(settings, "x")
     assert stage is not None and not os.path.exists(os.path.dirname(stage))
     # a first load: every mirror's delta was folded by an executor task (fold.fold_mirror)
-    # and appended, but the one with MINIMAL/NOBLOB images (a column an image lacks keeps
-    # its value: Spark's fold)
+    # and appended, the one with MINIMAL/NOBLOB images too (fold.fold_partial: no key moves)
     folds = {k: t.get("mirror_fold") for k, t in rep["tables"].items() if t["mirror_rows"]}
-    assert folds == {f"{DB}.{t}": "spark" if t == "images" else "executor"
-                     for t in MIRRORED}, folds
+    assert folds == {f"{DB}.{t}": "executor" for t in MIRRORED}, folds
     assert not rep["skipped"]
     # no-PK: the changelog replays to the server's multiset of rows
     ops = spark.sql(f"SELECT _op, a, b FROM {settings.table(f'changelog__{DB}__nopk')} "

@@ -270,3 +270,62 @@ def test_compaction_every_time_fails_the_merge_and_changes_nothing(
                                      ["k"], "e1")
     assert len(commit.calls) == mirror_merge.MERGE_ATTEMPTS
     assert _read(lake, table) == _model(ROWS, [], "default")
+
+
+def _partial_delta(changes: list[tuple[Any, ...]]) -> Any:
+    """A partial fold's delta (fold.fold_partial): (op, k, v, d, order key, kept columns):
+    a kept column's value is NULL, and its flag (``__bl_kf0`` for v, ``__bl_kf1`` for d)
+    set."""
+    import pyarrow as pa
+
+    t = _delta([c[:5] for c in changes])
+    for i, c in enumerate(("v", "d")):
+        t = t.append_column(f"__bl_kf{i}", pa.array([c in ch[5] for ch in changes]))
+    return t
+
+
+def _spark_partial_merge(lake: Any, table: str, changes: list[tuple[Any, ...]]) -> None:
+    from binlake.lake.spark import local_frame
+    from binlake.lake.typed_mirror import _merge_mirror
+
+    rows = [(k, v, None if d is None else Decimal(d), op, *o, datetime(2024, 1, 2),
+             "v" in kept, "d" in kept) for op, k, v, d, o, kept in changes]
+    df = local_frame(lake.spark, rows, "k BIGINT, v STRING, d DECIMAL(10,2), _op STRING, "
+                     "_order_seq INT, _order_pos BIGINT, _order_idx INT, _commit_ts TIMESTAMP, "
+                     "__bl_kf0 BOOLEAN, __bl_kf1 BOOLEAN")
+    _merge_mirror(lake.spark, lake.settings, df, table,
+                  SimpleNamespace(columns=dict(TYPED)), ["k"], True, False, folded=True)
+
+
+def test_driver_merge_of_a_partial_fold_keeps_the_mirrors_values(lake: Any) -> None:
+    """A partial fold (binlog_row_image MINIMAL / NOBLOB): a row that replaces a mirror's
+    row takes that row's values of the columns its flags name, and its own of the others;
+    a new key's row has NULL there; a stale change changes nothing.  The driver's MERGE
+    gives what Spark's MERGE of the same delta gives (typed_mirror._apply_mirror with
+    ``partial``), and what the rules say (written out here)."""
+    from binlake.lake.mirror_merge import merge_on_driver
+
+    changes = [
+        ("update", 1, None, "1.75", (2, 10, 0), ("v",)),      # keeps v1, takes 1.75
+        ("update", 2, "u2", None, (2, 10, 1), ("d",)),        # takes u2, keeps 2.50
+        ("update", 3, None, None, (1, 50, 0), ("v", "d")),    # older than the row: nothing
+        ("update", 4, None, None, (2, 10, 2), ("v", "d")),    # keeps both: only the order
+        ("update", 9, None, "9.99", (2, 10, 3), ("v",)),      # a key not in the mirror
+        ("delete", 5, None, None, (2, 10, 4), ()),
+        ("insert", 6, "six", "6.00", (2, 10, 5), ()),         # a whole row over a live one
+    ]
+    here = _mirror(lake, "mirror__t__pa", ROWS)
+    twin = _mirror(lake, "mirror__t__pb", ROWS)
+    got = merge_on_driver(lake.spark, lake.settings, here, _partial_delta(changes), ["k"],
+                          "run1", [("v", "__bl_kf0"), ("d", "__bl_kf1")])
+    assert got == {"deleted": 5, "inserted": 5}
+    _spark_partial_merge(lake, twin, changes)
+    want = {key: row for key, row in _model(ROWS, [], "default").items()}
+    want[("default", 1)] = ("v1", Decimal("1.75"), (2, 10, 0))
+    want[("default", 2)] = ("u2", Decimal("2.50"), (2, 10, 1))
+    want[("default", 4)] = ("v4", Decimal("4.50"), (2, 10, 2))
+    want[("default", 9)] = (None, Decimal("9.99"), (2, 10, 3))
+    del want[("default", 5)]
+    want[("default", 6)] = ("six", Decimal("6.00"), (2, 10, 5))
+    assert _read(lake, twin) == want
+    assert _read(lake, here) == want

@@ -1,6 +1,6 @@
 """A mirror's staged delta folded by executor tasks (Arrow, in memory): the latest change per
-primary key (:func:`fold_delta`) and the task that folds one mirror's delta, or one part of
-its keys (:func:`fold_mirror`).  One task folds a delta within the limits (``FOLD_MAX_ROWS``,
+primary key (:func:`fold_delta`; with partial row images, :func:`fold_partial`) and the task
+that folds one mirror's delta, or one part of its keys (:func:`fold_mirror`).  One task folds a delta within the limits (``FOLD_MAX_ROWS``,
 ``FOLD_MAX_BYTES``); a bigger one is cut into parts by its first key column (an integer,
 text, binary or temporal column: :func:`part_of`), each part folded by a task of its own
 (:func:`fold_parts`); beyond ``FOLD_MAX_PARTS`` parts, or with another key, Spark folds it.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .sink import DataSink, _order_beyond, data_filesystem, stage_columns
+from .sink import DataSink, _order_beyond, _same_key, data_filesystem, stage_columns
 from .typedconv import ORDER
 from .worker import settle
 
@@ -52,7 +52,9 @@ class FoldSpec:
     the first change not to apply (None: all); ``part``: (i, k), the keys whose first column's
     value is in part i of k (:func:`part_of`; NULL in part 0), (0, 1) every key.  ``mirror`` (a key of ``sink.tables``) set:
     the folded rows are written as that mirror's data files (a mirror created by this run,
-    empty); otherwise the folded delta is written to ``out`` for the MERGE."""
+    empty); otherwise the folded delta is written to ``out`` for the MERGE.  ``partial``:
+    the updates may carry partial row images, folded by :func:`fold_partial` (the result has
+    its flag columns)."""
 
     paths: tuple[str, ...]
     names: tuple[str, ...]
@@ -64,6 +66,7 @@ class FoldSpec:
     mirror: str | None = None
     out: str | None = None
     part: tuple[int, int] = (0, 1)
+    partial: bool = False
 
 
 def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
@@ -80,30 +83,7 @@ def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
     cols = [*typed, "_op", *ORDER, "_commit_ts"]
     rows = table.select(cols)
     if pk:
-        same = None
-        for c, o in zip(pk, olds):
-            a, b = table.column(c), table.column(o)
-            eq = pc.or_(pc.fill_null(pc.equal(a, b), False),
-                        pc.and_(pc.is_null(a), pc.is_null(b)))
-            same = eq if same is None else pc.and_(same, eq)
-        moved = pc.fill_null(pc.and_(pc.equal(table.column("_op"), "update"),
-                                     pc.invert(same)), False)
-        g = table.filter(moved)
-        if g.num_rows:
-            n = g.num_rows
-            old_of = dict(zip(pk, olds))
-            arrays = []
-            for c in cols:
-                typ = rows.schema.field(c).type
-                if c in old_of:
-                    arrays.append(g.column(old_of[c]).cast(typ))
-                elif c == "_op":
-                    arrays.append(pa.array(["delete"] * n, typ))
-                elif c in ORDER or c == "_commit_ts":
-                    arrays.append(g.column(c))
-                else:
-                    arrays.append(pa.nulls(n, typ))
-            rows = pa.concat_tables([rows, pa.Table.from_arrays(arrays, schema=rows.schema)])
+        rows = pa.concat_tables([rows, _old_key_deletes(table, rows.schema, pk, olds)])
     if not rows.num_rows:
         return rows
     # rank in commit order, then the highest rank per key
@@ -115,6 +95,116 @@ def fold_delta(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
     last = keys.group_by(list(pk), use_threads=False).aggregate([("__rank", "max")])
     picked = np.sort(perm[last.column("__rank_max").to_numpy()])
     return rows.take(pa.array(picked))
+
+
+def _old_key_deletes(table: Any, schema: Any, pk: tuple[str, ...], olds: tuple[str, ...]
+                     ) -> Any:
+    """A delete of the old key (its values, no others; the update's order and commit time)
+    for each update of ``table`` that moves its row to another key, in ``schema``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    moved = pc.fill_null(pc.and_(pc.equal(table.column("_op"), "update"),
+                                 pc.invert(_same_key(table, list(pk), list(olds)))), False)
+    g = table.filter(moved)
+    n = g.num_rows
+    old_of = dict(zip(pk, olds))
+    arrays = []
+    for f in schema:
+        c, typ = f.name, f.type
+        if c in old_of:
+            arrays.append(g.column(old_of[c]).cast(typ))
+        elif c == "_op":
+            arrays.append(pa.array(["delete"] * n, typ))
+        elif c in ORDER or c == "_commit_ts":
+            arrays.append(g.column(c))
+        else:
+            arrays.append(pa.nulls(n, typ))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def kept_flags(typed: tuple[str, ...], pk: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(value column, its flag column) of a partial fold (:func:`fold_partial`): the flag
+    ``__bl_kf<i>`` of the i-th typed column that is not a key column."""
+    return [(c, f"__bl_kf{i}") for i, c in enumerate(c for c in typed if c not in set(pk))]
+
+
+def fold_partial(table: Any, pk: tuple[str, ...], olds: tuple[str, ...],
+                 typed: tuple[str, ...]) -> Any:
+    """The changes per key of a delta whose updates may carry partial row images
+    (``binlog_row_image`` MINIMAL / NOBLOB: ``_absent`` names the columns an update's image
+    lacks), as Spark's fold in ``typed_mirror._merge_mirror`` gives them with ``partial``.
+    An update that moves its row to another key is a delete of the old key, then the row at
+    the new one (:func:`fold_delta`).  Per key (NULLs equal), in commit order: a last change
+    that is a delete stays as it is; otherwise the result is the last change's key,
+    ``_op``, order and ``_commit_ts``, and each value column's value is the one of the
+    latest change after the key's last delete that carries it, its flag (:func:`kept_flags`)
+    True where no such change does (the MERGE keeps the mirror's value then, and a new
+    row has NULL there).  Only an update that keeps its key keeps columns; a key-moving
+    update with a partial image must be made whole first (``moves.resolve_moves``): the
+    caller folds deltas with such moves in Spark.  Raises TypeError for a floating-point
+    key column (NaN and -0.0 are grouped as Spark groups them only in Spark)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if any(pa.types.is_floating(table.schema.field(c).type) for c in pk):
+        raise TypeError("a floating-point key: folded by Spark")
+    flags = kept_flags(typed, pk)
+    others = [c for c, _ in flags]
+    cols = [*typed, "_op", *ORDER, "_commit_ts"]
+    rows = table.select(cols)
+    n0 = rows.num_rows
+    # which value columns each update of an unchanged key keeps (its image lacks them)
+    kept = np.zeros((n0, len(others)), dtype=bool)
+    absent = table.column("_absent").combine_chunks()
+    if n0 and others and len(pc.list_flatten(absent)):
+        parents = pc.list_parent_indices(absent).to_numpy()
+        at = pc.fill_null(pc.index_in(pc.list_flatten(absent), value_set=pa.array(others)),
+                          -1).to_numpy()
+        hit = at >= 0
+        kept[parents[hit], at[hit]] = True
+        same_upd = pc.fill_null(pc.and_(pc.equal(table.column("_op"), "update"),
+                                        _same_key(table, list(pk), list(olds))), False)
+        kept &= same_upd.to_numpy(zero_copy_only=False)[:, None]
+    gone = _old_key_deletes(table, rows.schema, pk, olds)
+    if gone.num_rows:
+        rows = pa.concat_tables([rows, gone])
+        kept = np.concatenate([kept, np.zeros((gone.num_rows, len(others)), dtype=bool)])
+    n = rows.num_rows
+    if not n:
+        for _, f in flags:
+            rows = rows.append_column(f, pa.array([], pa.bool_()))
+        return rows
+    # each key's changes together, in commit order
+    order = pc.sort_indices(rows, sort_keys=[(c, "ascending") for c in (*pk, *ORDER)])
+    rows = rows.take(order)
+    kept = kept[order.to_numpy()]
+    step = np.zeros(n, dtype=bool)  # the first change of a key
+    step[0] = True
+    for c in pk:
+        a = rows.column(c).combine_chunks()
+        x, y = a.slice(1), a.slice(0, n - 1)
+        differ = pc.and_(pc.fill_null(pc.not_equal(x, y), True),
+                         pc.invert(pc.and_(pc.is_null(x), pc.is_null(y))))
+        step[1:] |= differ.to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(step)
+    key_of = np.cumsum(step) - 1
+    ends = np.append(starts[1:], n) - 1
+    idx = np.arange(n)
+    dele = pc.fill_null(pc.equal(rows.column("_op"), "delete"), False).to_numpy(
+        zero_copy_only=False)
+    after = idx > np.maximum.reduceat(np.where(dele, idx, -1), starts)[key_of]
+    last_del = dele[ends]
+    out = rows.take(pa.array(ends))
+    for j, (c, f) in enumerate(flags):
+        src = np.maximum.reduceat(np.where(after & ~kept[:, j], idx, -1), starts)
+        src = np.where(last_del, ends, src)  # (a delete: its own row)
+        none = src < 0
+        values = rows.column(c).take(pa.array(np.where(none, 0, src), mask=none))
+        out = out.set_column(out.schema.get_field_index(c), c, values)
+        out = out.append_column(f, pa.array(none))
+    return out
 
 
 def fold_mirror(spec: FoldSpec) -> list[dict[str, Any]]:
@@ -175,7 +265,8 @@ def fold_staged(spec: FoldSpec) -> Any:
         parts.append(t.filter(pc.fill_null(keep, False)))
     table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
     del parts
-    folded = fold_delta(table, spec.pk, spec.olds, spec.typed)
+    folded = (fold_partial if spec.partial else fold_delta)(table, spec.pk, spec.olds,
+                                                            spec.typed)
     if k > 1:
         folded = folded.filter(_in_part(folded.column(spec.pk[0]), i, k))
     return folded

@@ -10,6 +10,10 @@ file); the delta's rows that are not deletes, and are new keys or newer than the
 appended (a data file); both in one Iceberg row-delta commit, validated against the snapshot
 read (a data file removed meanwhile, by compaction, fails it rather than losing a delete).
 
+A partial fold (``binlog_row_image`` MINIMAL / NOBLOB: :func:`fold.fold_partial`) has
+value columns its updates keep: those are read from the matched rows too, and the row that
+replaces one takes its values there.
+
 It declines (returns None, the caller MERGEs through Spark) what it does not handle: a
 partitioned mirror or one of format version 1, a NULL key in the delta, equality deletes or
 deletion vectors in the mirror, key types pyarrow cannot join on.
@@ -33,6 +37,7 @@ DELETE_POS_ID = 2147483545
 # Keys listed in the scan's filter (file pruning by column statistics) up to this many.
 FILTER_MAX_KEYS = 20_000
 _S = "__bl_s"  # prefix of the delta's order columns after the join
+_T = "__bl_t_"  # prefix of the mirror's value columns read for a partial fold's kept values
 
 
 # Tries of one MERGE when its commit fails validation (a compaction or another writer
@@ -41,11 +46,15 @@ MERGE_ATTEMPTS = 3
 
 
 def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
-                    pk: Sequence[str], run_id: str) -> dict[str, int] | None:
+                    pk: Sequence[str], run_id: str,
+                    flags: Sequence[tuple[str, str]] = ()) -> dict[str, int] | None:
     """MERGE ``folded`` (Arrow: one change per key; the typed columns, ``_op``, the order
     columns, ``_commit_ts``) into ``mirror`` (keys ``pk``) as :func:`typed_mirror._apply_mirror`
     would, in one commit; on the write-audit-publish branch when one is set.  Returns the
     counts (``deleted`` rows, ``inserted`` rows), or None when declined (see the module).
+    ``flags``: (value column, flag column) of a partial fold (:func:`fold.fold_partial`): a
+    row that replaces a mirror's row takes that row's value where its flag is set (the
+    mirror's values of those columns are read too).
 
     A commit that fails Iceberg's validation (a data file it deletes rows of was rewritten
     meanwhile: a compaction) commits nothing; its files are removed and the MERGE starts
@@ -53,11 +62,11 @@ def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
     ``ValidationException`` is raised."""
     for _ in range(MERGE_ATTEMPTS - 1):
         try:
-            return _merge_once(spark, settings, mirror, folded, pk, run_id)
+            return _merge_once(spark, settings, mirror, folded, pk, run_id, flags)
         except Exception as exc:
             if not _validation_failed(exc):
                 raise
-    return _merge_once(spark, settings, mirror, folded, pk, run_id)  # the last try
+    return _merge_once(spark, settings, mirror, folded, pk, run_id, flags)  # the last try
 
 
 def _validation_failed(exc: BaseException) -> bool:
@@ -71,7 +80,8 @@ def _validation_failed(exc: BaseException) -> bool:
 
 
 def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
-                pk: Sequence[str], run_id: str) -> dict[str, int] | None:
+                pk: Sequence[str], run_id: str, flags: Sequence[tuple[str, str]] = ()
+                ) -> dict[str, int] | None:
     """One try of :func:`merge_on_driver`: read, write, commit (its files removed when the
     commit fails)."""
     import pyarrow as pa
@@ -86,7 +96,9 @@ def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
     if not jtable.spec().isUnpartitioned() or jtable.operations().current().formatVersion() < 2:
         return None
     snap = _snapshot(spark, jtable)
-    live = _live_rows(spark, settings, jtable, snap, folded, pk)
+    # the value columns some row keeps from the mirror's (a partial fold's flags)
+    kept = [(c, f) for c, f in flags if pc.any(folded.column(f)).as_py()]
+    live = _live_rows(spark, settings, jtable, snap, folded, pk, [c for c, _ in kept])
     if live is None:
         return None
     delta = folded.select(pk).append_column("__bl_row", pa.array(
@@ -104,6 +116,10 @@ def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
     won = pc.is_in(delta.column("__bl_row"), value_set=joined.filter(newer).column("__bl_row"))
     applies = pc.or_(pc.invert(matched), won)
     ins = pc.and_(applies, pc.not_equal(folded.column("_op"), "delete"))
+    if kept:
+        folded = _keep_values(folded, joined.filter(newer), kept)
+        if folded is None:
+            return None
     rows = folded.filter(ins)
     if not gone.num_rows and not rows.num_rows:
         return {"deleted": 0, "inserted": 0}
@@ -137,6 +153,31 @@ def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
     return {"deleted": gone.num_rows, "inserted": rows.num_rows}
 
 
+def _keep_values(folded: Any, won: Any, kept: Sequence[tuple[str, str]]) -> Any:
+    """``folded`` with each flagged value (a column a partial update kept) taken from the
+    mirror's row it replaces (``won``: the joined live rows the delta's rows are newer than,
+    ``__bl_row`` the delta's row, :data:`_T` + column the mirror's value); None when a
+    mirror value does not cast to the delta's type (the caller declines)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    src = np.full(folded.num_rows, -1, dtype=np.int64)
+    src[won.column("__bl_row").to_numpy()] = np.arange(won.num_rows, dtype=np.int64)
+    has = src >= 0
+    at = pa.array(np.where(has, src, 0), mask=~has)
+    for c, f in kept:
+        typ = folded.schema.field(c).type
+        try:
+            old = won.column(_T + c).take(at).cast(typ)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        use = pc.and_(pc.fill_null(folded.column(f), False), pa.array(has))
+        folded = folded.set_column(folded.schema.get_field_index(c), c,
+                                   pc.if_else(use, old, folded.column(c)))
+    return folded
+
+
 def _order_gt(t: Any, a: list[str], b: list[str]) -> Any:
     """Mask: the order key in columns ``a`` is after the one in ``b`` (lexicographic)."""
     import pyarrow.compute as pc
@@ -150,10 +191,12 @@ def _order_gt(t: Any, a: list[str], b: list[str]) -> Any:
 
 
 def _live_rows(spark: Any, settings: Settings, jtable: Any, snap: Any, folded: Any,
-               pk: list[str]) -> Any:
+               pk: list[str], values: Sequence[str] = ()) -> Any:
     """The mirror's live rows of the source whose first key column takes a value of the
     delta's: the key columns, the order columns, ``__bl_path`` and ``__bl_pos`` (the data
-    file and the row's position in it).  None: a file this does not read (see the module)."""
+    file and the row's position in it), and the value columns ``values`` named :data:`_T` +
+    column.  None: a file this does not read (see the module; a data file without one of
+    the columns, written before an ALTER added it, too)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -165,9 +208,15 @@ def _live_rows(spark: Any, settings: Settings, jtable: Any, snap: Any, folded: A
         if f is None:
             return None
         ids[int(f.fieldId())] = c
+    for c in values:
+        f = schema.findField(c)
+        if f is None:
+            return None
+        ids[int(f.fieldId())] = _T + c
     empty = pa.schema([*(folded.schema.field(c) for c in pk),
                        *(folded.schema.field(c) for c in ORDER),
-                       pa.field("__bl_path", pa.string()), pa.field("__bl_pos", pa.int64())])
+                       pa.field("__bl_path", pa.string()), pa.field("__bl_pos", pa.int64()),
+                       *(folded.schema.field(c).with_name(_T + c) for c in values)])
     if snap is None:
         return empty.empty_table()
     keys = pc.unique(folded.column(pk[0]))
@@ -191,7 +240,10 @@ def _live_rows(spark: Any, settings: Settings, jtable: Any, snap: Any, folded: A
         if not t.num_rows:
             continue
         t = t.append_column("__bl_path", pa.array([path] * t.num_rows, pa.string()))
-        parts.append(t.select([f.name for f in empty]).cast(empty))
+        try:
+            parts.append(t.select([f.name for f in empty]).cast(empty))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None  # (a value column that does not cast to the delta's type)
     return pa.concat_tables(parts) if parts else empty.empty_table()
 
 

@@ -248,9 +248,14 @@ class DataSink:
             return list(zip(*(t.column(k).to_pylist() for k in range(3))))
 
         todo = pc.and_(delta, ok)
-        partial = count(pc.and_(todo, pc.and_(
+        lacking = pc.and_(todo, pc.and_(
             pc.equal(conv.column("_op"), "update"),
-            pc.greater(pc.fill_null(pc.list_value_length(conv.column("_absent")), 0), 0)))) > 0
+            pc.greater(pc.fill_null(pc.list_value_length(conv.column("_absent")), 0), 0)))
+        partial = count(lacking) > 0
+        # updates with a partial image that move a key (moves.resolve_moves makes them whole)
+        moves = count(pc.and_(lacking, pc.invert(_same_key(
+            conv, spec.converter.pk, [f"__bl_old{i}" for i in range(len(spec.converter.pk))]
+        )))) if partial and spec.converter.pk else 0
         n_delta = count(delta) if spec.stage is not None else 0
         blocked_rows = (okeys(pc.and_(delta, pc.equal(layout, NO_LAYOUT)))
                         if spec.stage is not None else [])
@@ -258,7 +263,7 @@ class DataSink:
         stats: dict[str, Any] = {
             "table": spec.table, "db": spec.db, "tbl": spec.tbl, "file": file,
             "cl": count(ok), "delta": n_delta, "todo": count(todo) if n_delta else 0,
-            "partial": partial, "blocked": list(min(blocked_rows)) if blocked_rows else None,
+            "partial": partial, "moves": moves, "blocked": list(min(blocked_rows)) if blocked_rows else None,
             "last": list(max(last_rows)) if last_rows else None,
             "no_layout": count(pc.equal(layout, NO_LAYOUT)),
             "no_names": count(pc.equal(layout, NO_NAMES)),
@@ -325,6 +330,18 @@ class DataSink:
                                       _columns(recs, self.tables[table].schema, rename, scale),
                                       len(recs))
         return rest + [(WRITTEN, w) for w in written] + typed_out
+
+
+def _same_key(table: Any, pk: list[str], olds: list[str]) -> Any:
+    """Mask: each row's key columns ``pk`` equal its old key ``olds``, NULLs equal."""
+    import pyarrow.compute as pc
+
+    same = None
+    for c, o in zip(pk, olds):
+        a, b = table.column(c), table.column(o)
+        eq = pc.or_(pc.fill_null(pc.equal(a, b), False), pc.and_(pc.is_null(a), pc.is_null(b)))
+        same = eq if same is None else pc.and_(same, eq)
+    return same
 
 
 def _partition_groups(keys: list[list[Any]], n: int) -> dict[tuple[Any, ...], list[int]]:

@@ -24,7 +24,8 @@ from .typedconv import ORDER
 
 def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan: Plan,
                   pk_slots: list[str], partial: bool, empty: bool = False,
-                  folded: bool = False, notes: list[str] | None = None) -> None:
+                  folded: bool = False, notes: list[str] | None = None,
+                  moves: int | None = None) -> None:
     """Fold the delta per key (the latest change wins; with ``partial`` images, an update
     keeps the columns its image does not carry, also across several changes of one key) and
     MERGE it into the mirror.  Into a mirror created by this run (``empty``) the MERGE
@@ -33,7 +34,9 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     one already folded (:func:`fold.fold_delta`: the typed columns, ``_op``, the order
     columns and ``_commit_ts``, one row per key).  With ``partial`` images, an update that
     moves a key first gets the columns its image lacks from the row it moves
-    (:func:`binlake.lake.moves.resolve_moves`; ``notes`` says when it could not)."""
+    (:func:`binlake.lake.moves.resolve_moves`; ``notes`` says when it could not), unless
+    ``moves`` is 0: the count of such updates, known to the caller (None: not known).  A
+    ``folded`` delta with ``partial`` has the flag columns of :func:`fold.fold_partial`."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -45,11 +48,12 @@ def _merge_mirror(spark: Any, settings: Settings, delta: Any, mirror: str, plan:
     if folded:
         src = delta.select(*[F.col(q(c)) for c in typed], F.col("_op").alias(OP),
                            F.struct(*[F.col(c) for c in ORDER]).alias(ORD),
-                           F.col("_commit_ts").alias(TS), *[F.lit(False).alias(k) for k in kfs])
+                           F.col("_commit_ts").alias(TS),
+                           *[(F.col(k) if partial else F.lit(False)).alias(k) for k in kfs])
         _apply_mirror(spark, settings, src, mirror, pk_slots, others, kfs, OP, ORD, TS,
                       partial, empty)
         return
-    if partial:
+    if partial and moves != 0:
         delta = resolve_moves(spark, settings, delta, mirror, plan, pk_slots, empty, notes)
     base = delta.select(
         F.col("_op").alias(OP), F.struct(*[F.col(c) for c in ORDER]).alias(ORD),

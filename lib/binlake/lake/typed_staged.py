@@ -29,8 +29,8 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
 
     assert job.plan is not None
     total: dict[str, Any] = {
-        k: sum(int(s[k] or 0) for s in stats)
-        for k in ("cl", "delta", "todo", "no_layout", "no_names", "mismatch")}
+        k: sum(int(s.get(k) or 0) for s in stats)
+        for k in ("cl", "delta", "todo", "no_layout", "no_names", "mismatch", "moves")}
     total["partial"] = any(s["partial"] for s in stats)
     blocked = [tuple(s["blocked"]) for s in stats if s["blocked"] is not None]
     last = [tuple(s["last"]) for s in stats if s["last"] is not None]
@@ -61,14 +61,19 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
     staged_bytes = sum(os.path.getsize(p) for p in staged)
     parts = fold_parts(total["delta"], staged_bytes, _part_key(struct, job.pk_slots),
                        spark.sparkContext.defaultParallelism) if staged else None
-    if parts is not None and not total["partial"]:
+    images = "partial" if total["partial"] else "full"
+    # partial images: ours too, but for key moves (made whole by Spark: resolve_moves), an
+    # ALTER among the changes (the delta MERGEd in segments: typed_table._fill) and a
+    # floating-point key (fold.fold_partial)
+    if parts is not None and (images == "full" or (
+            not total["moves"] and not job.alters and not _float_key(struct, job.pk_slots))):
         here = parts == 1 and total["delta"] <= DRIVER_FOLD_ROWS \
             and staged_bytes <= DRIVER_FOLD_BYTES
 
         def fold(blocked: tuple[int, int, int] | None) -> str:
             assert job.plan is not None and spec.stage is not None and parts is not None
             return _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct,
-                              blocked, commit, run_id, here, parts)
+                              blocked, commit, run_id, here, parts, images == "partial")
     job.altered = _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots,
                         job.wm, job.rep, stats=total, write_changelog=write_changelog,
                         mirror_new=job.mirror_new, fold=fold, alters=job.alters)
@@ -78,6 +83,16 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
 # memory, a few times its staged bytes): the usual incremental load's
 DRIVER_FOLD_ROWS = 50_000
 DRIVER_FOLD_BYTES = 8 << 20
+
+
+def _float_key(struct: Any, pk: list[str]) -> bool:
+    """Whether a key column of a typed table (``struct``: its staged columns) is FLOAT or
+    DOUBLE."""
+    from pyspark.sql.types import DoubleType, FloatType
+
+    fields = {f.name: f for f in struct.fields}
+    return any(isinstance(fields[c].dataType, (FloatType, DoubleType)) for c in pk
+               if c in fields)
 
 
 def _part_key(struct: Any, pk: list[str]) -> bool:
@@ -106,7 +121,8 @@ def _part_key(struct: Any, pk: list[str]) -> bool:
 
 def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
                staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
-               commit: Any, run_id: str, here: bool = False, parts: int = 1) -> str:
+               commit: Any, run_id: str, here: bool = False, parts: int = 1,
+               partial: bool = False) -> str:
     """Apply a table's staged delta to its mirror, folded by executor tasks
     (:func:`fold.fold_mirror`: Arrow in memory, one task per part of ``parts``, each part
     within ``FOLD_MAX_ROWS`` rows and ``FOLD_MAX_BYTES`` of staged files, see
@@ -119,17 +135,20 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     (:func:`mirror_merge.merge_on_driver`: no Spark job at all) unless it declines.  Returns
     where it was folded and merged: ``executor`` (then Spark's MERGE), ``driver`` (both on
     the driver) or ``driver-fold`` (folded on the driver, MERGEd by Spark); ``executor``
-    is ``executor:k`` when k tasks folded it."""
+    is ``executor:k`` when k tasks folded it.  ``partial``: updates with partial row images
+    (:func:`fold.fold_partial`; the driver's MERGE takes the columns they keep from the
+    mirror's rows)."""
 
     from .commit import table_out
-    from .fold import FoldSpec, fold_mirror
+    from .fold import FoldSpec, fold_mirror, kept_flags
     from .sink import DataSink
 
     assert job.plan is not None
     pk = tuple(job.pk_slots)
     spec = FoldSpec(tuple(staged), tuple(struct.names), pk,
                     tuple(f"{INTERNAL}old{i}" for i in range(len(pk))),
-                    tuple(job.plan.columns), blocked)
+                    tuple(job.plan.columns), blocked, partial=partial)
+    flags = kept_flags(spec.typed, pk) if partial else []
     sc = spark.sparkContext
     done = "executor" if parts == 1 else f"executor:{parts}"
     if job.mirror_new:
@@ -153,16 +172,19 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
         from .mirror_merge import merge_on_driver
 
         folded = fold_staged(spec)
-        if merge_on_driver(spark, settings, mirror, folded, pk, run_id) is not None:
+        if merge_on_driver(spark, settings, mirror, folded, pk, run_id, flags) is not None:
             return "driver"
         fold_mirror(replace(spec, out=paths[0]))
     else:
         sc.parallelize([replace(spec, out=path, part=(i, parts))
                         for i, path in enumerate(paths)], parts).flatMap(fold_mirror).collect()
+    from pyspark.sql.types import BooleanType, StructField
+
     fields = {f.name: f for f in struct.fields}
-    folded = _read_staged(spark, [fields[n] for n in (*job.plan.columns, "_op", *ORDER,
-                                                      "_commit_ts")], paths)
-    _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, False,
+    folded = _read_staged(spark, [*(fields[n] for n in (*job.plan.columns, "_op", *ORDER,
+                                                        "_commit_ts")),
+                                  *(StructField(f, BooleanType()) for _, f in flags)], paths)
+    _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, partial,
                   job.mirror_new, folded=True)
     return "driver-fold" if here else done
 

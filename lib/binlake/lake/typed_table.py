@@ -278,7 +278,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     delta = _after(wm) if pk_slots else "false"
     okey = "struct(_order_seq, _order_pos, _order_idx)"
     if stats is None:
-        stats = _stats(conv, new_cl, delta, okey)
+        stats = _stats(conv, new_cl, delta, okey, pk_slots)
     step("convert")
     if stats["no_layout"]:
         rep["notes"].append(f"{stats['no_layout']} change(s) in files whose layouts are not "
@@ -330,10 +330,11 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         todo = conv.where(cond).where(f"{L} >= 0")
         if stats["partial"] and alters:
             replayed = _merge_in_segments(spark, settings, todo, mirror, plan, pk_slots,
-                                          mirror_new, alters, rep["notes"])
+                                          mirror_new, alters, rep["notes"], stats.get("moves"))
         else:
             _merge_mirror(spark, settings, todo, mirror, plan, pk_slots,
-                          bool(stats["partial"]), mirror_new, notes=rep["notes"])
+                          bool(stats["partial"]), mirror_new, notes=rep["notes"],
+                          moves=stats.get("moves"))
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
@@ -346,9 +347,10 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
 def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, plan: Plan,
                        pk_slots: list[str], mirror_new: bool,
                        alters: list[tuple[tuple[int, int], dict[str, str]]],
-                       notes: list[str]) -> list[dict[str, Any]]:
+                       notes: list[str], moves: int | None = None) -> list[dict[str, Any]]:
     """A partial-image delta MERGEd the changes before each ALTER of ``alters`` at a time,
-    each ALTER replayed on the mirror's older rows after them (see :func:`_fill`)."""
+    each ALTER replayed on the mirror's older rows after them (see :func:`_fill`;
+    ``moves``: as :func:`typed_mirror._merge_mirror` takes it)."""
     from .alters import replay_alter
 
     done: list[dict[str, Any]] = []
@@ -357,7 +359,7 @@ def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, p
         part = todo.where(f"{since} AND {older_than(pos)}")
         if part.take(1):
             _merge_mirror(spark, settings, part, mirror, plan, pk_slots, True, mirror_new,
-                          notes=notes)
+                          notes=notes, moves=moves)
             mirror_new = False
         d = replay_alter(spark, settings, mirror, pos, sets)
         if d is not None:
@@ -366,16 +368,24 @@ def _merge_in_segments(spark: Any, settings: Settings, todo: Any, mirror: str, p
     rest = todo.where(since)
     if rest.take(1):
         _merge_mirror(spark, settings, rest, mirror, plan, pk_slots, True, mirror_new,
-                      notes=notes)
+                      notes=notes, moves=moves)
     return done
 
 
-def _stats(conv: Any, new_cl: str, delta: str, okey: str) -> dict[str, Any]:
+def _stats(conv: Any, new_cl: str, delta: str, okey: str, pk_slots: list[str]
+           ) -> dict[str, Any]:
     """What :func:`_fill` needs to know of the converted candidates (one Spark job)."""
     from pyspark.sql import functions as F
 
+    from .moves import same_key
+
     L = f"{INTERNAL}layout"
+    lacking = F.expr(f"{delta} AND {L} >= 0 AND _op = 'update' AND size(_absent) > 0")
+    olds = [f"{INTERNAL}old{i}" for i in range(len(pk_slots))]
+    moves = (F.sum(F.when(lacking & ~same_key(pk_slots, olds), 1).otherwise(0)) if pk_slots
+             else F.lit(0))
     return conv.agg(
+        moves.alias("moves"),
         F.sum(F.expr(f"CASE WHEN {new_cl} THEN 1 ELSE 0 END")).alias("cl"),
         F.sum(F.expr(f"CASE WHEN {delta} THEN 1 ELSE 0 END")).alias("delta"),
         F.sum(F.expr(f"CASE WHEN {delta} AND {L} >= 0 THEN 1 ELSE 0 END")).alias("todo"),
