@@ -549,10 +549,12 @@ def test_changelog_counts_and_report(spark: Any, lake: dict[str, Any]) -> None:
 
     stage = _stage_root(settings, "x")
     assert stage is not None and not os.path.exists(os.path.dirname(stage))
-    # a first load: every mirror's delta was folded by an executor task (fold.fold_mirror)
-    # and appended, the one with MINIMAL/NOBLOB images too (fold.fold_partial: no key moves)
+    # a first load: every mirror's delta (small: within DRIVER_FOLD_ROWS) was folded by the
+    # driver (fold.fold_mirror, without a Spark job) and its rows written as the new
+    # mirror's data files, the one with MINIMAL/NOBLOB images too (fold.fold_partial: no
+    # key moves)
     folds = {k: t.get("mirror_fold") for k, t in rep["tables"].items() if t["mirror_rows"]}
-    assert folds == {f"{DB}.{t}": "executor" for t in MIRRORED}, folds
+    assert folds == {f"{DB}.{t}": "driver" for t in MIRRORED}, folds
     assert not rep["skipped"]
     # no-PK: the changelog replays to the server's multiset of rows
     ops = spark.sql(f"SELECT _op, a, b FROM {settings.table(f'changelog__{DB}__nopk')} "
@@ -754,7 +756,7 @@ def test_deltas_over_the_fold_bound_are_folded_by_spark(
     first, third, second = ({k: (t["mirror_rows"], t.get("mirror_fold"))
                              for k, t in r["tables"].items() if t["mirror_rows"]}
                             for r in reports)
-    assert first and all(fold == ("executor" if n == 1 else "spark")
+    assert first and all(fold == ("driver" if n == 1 else "spark")
                          for n, fold in first.values()), first
     assert any(n > 1 for n, _ in first.values()), first
     assert third and {fold for k, (_, fold) in third.items()

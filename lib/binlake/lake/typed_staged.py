@@ -52,7 +52,8 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
     cl = job.rep["changelog"]
 
     def write_changelog() -> None:
-        delete_where(spark, cl, cl_delete)
+        if not job.cl_new:  # (a changelog never written holds nothing to replace)
+            delete_where(spark, cl, cl_delete)
         if files:
             commit(cl, files)
 
@@ -128,7 +129,7 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     within ``FOLD_MAX_ROWS`` rows and ``FOLD_MAX_BYTES`` of staged files, see
     :func:`fold.fold_parts`) rather than by Spark's window and sort.  A mirror created by
     this run (empty, not partitioned) gets the folded rows as data files, in one commit
-    after its source's rows are deleted (a retry adds nothing twice); an existing one
+    (folded and written by the driver when ``here``); an existing one
     MERGEs the folded delta (the parts' files together), folded on the
     driver when ``here`` (a small delta: ``DRIVER_FOLD_ROWS``, ``DRIVER_FOLD_BYTES``; the
     same function, without a Spark job), and then MERGEd by the driver too
@@ -158,11 +159,14 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                             attempt=uuid.uuid4().hex[:8])
             specs = [replace(spec, sink=sink, mirror=mirror, part=(i, parts))
                      for i in range(parts)]
-            written = sc.parallelize(specs, parts).flatMap(fold_mirror).collect()
-            delete_where(spark, mirror, f"_source = {lit(settings.source)}")
+            # a small delta folded and written here: no Spark job (a run's new mirrors are
+            # as many as the tables it meets first, hundreds in a first load)
+            written = (fold_mirror(specs[0]) if here else
+                       sc.parallelize(specs, parts).flatMap(fold_mirror).collect())
+            # (no rows to replace: the mirror had no snapshot when the run prepared it)
             if written:
                 commit(mirror, written)
-            return done
+            return "driver" if here else done
     name = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}"
     paths = [f"{name}.parquet"] if parts == 1 else [f"{name}-{i}.parquet"
                                                     for i in range(parts)]

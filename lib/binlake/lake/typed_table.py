@@ -51,6 +51,9 @@ class _TableJob:
     wm: tuple[int, int, int] | None = None
     seqs: list[int] | None = None
     mirror_new: bool = False  # the mirror was created by this run: it is empty
+    # the changelog has never been written (no snapshot when the run prepared it: only this
+    # run writes the lake): it holds nothing for a retried write to replace
+    cl_new: bool = False
     # the ALTERs to replay on the mirror (alters.alter_steps), and those the fill replayed
     # itself between the run's changes (a partial-image delta: _fill), None when it did not
     alters: list[tuple[tuple[int, int], dict[str, str]]] = field(default_factory=list)
@@ -105,9 +108,10 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
         rep["notes"].append("no primary key: changelog only (no mirror)"
                             + (f"; {mirror} is no longer maintained"
                                if _exists(spark, mirror) else ""))
-    wm = read_watermark(spark, settings, mirror) if pk_slots else None
+    # (a mirror created just now has no watermark: not read, a statement per table saved)
+    wm = read_watermark(spark, settings, mirror) if pk_slots and mirror_existed else None
     return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs,
-                     bool(pk_slots) and not mirror_filled)
+                     bool(pk_slots) and not mirror_filled, cl_new=not cl_filled)
 
 
 def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
