@@ -75,7 +75,7 @@ def main() -> int:
                                      rnd.randint(100, 999_999) / 100,
                                      "n" * rnd.randint(0, 120),
                                      None if rnd.random() < 0.5 else
-                                     '{"k": %d, "tags": ["a", "b"]}' % rnd.randint(1, 999)))
+                                     f'{{"k": {rnd.randint(1, 999)}, "tags": ["a", "b"]}}'))
                     cur.executemany(f"INSERT INTO {t} VALUES (%s, %s, %s, %s, %s, %s, NOW(6))",
                                     rows)
                 elif r < 0.9:
