@@ -61,7 +61,7 @@ class Settings:
     # bytes of binlog a decode task reads between two writes of its records as data files
     # (its memory, besides the transactions still open; less: more, smaller data files)
     flush_bytes: int = 32 << 20
-    typed_parallelism: int = 2  # source tables whose typed tables are filled at once
+    typed_parallelism: int = 4  # source tables whose typed tables are filled at once
     # A load of at most this many bytes of binlog is surveyed and decoded in the driver's
     # own process (no Python workers to start: seconds of a small incremental load); 0: never
     driver_decode_bytes: int = 16 << 20

@@ -30,6 +30,16 @@ def jclass(spark: Any, dotted: str) -> Any:
     return got[1]
 
 
+def _once(spark: Any, name: str, make: Any) -> Any:
+    """``make()``, made once per JVM (an immutable Java object), kept as :func:`jclass`
+    keeps classes."""
+    gateway = spark.sparkContext._gateway
+    got = _CLASSES.get((id(gateway), name))
+    if got is None or got[0] is not gateway:
+        got = _CLASSES[(id(gateway), name)] = (gateway, make())
+    return got[1]
+
+
 def table_out(spark: Any, name: str) -> TableOut:
     """Where and how executors write data files of table ``name`` (a full name): its data
     directory, as the catalog knows it, its Arrow schema (Iceberg field ids included) and
@@ -150,7 +160,8 @@ def _local_footer_metrics(spark: Any, metrics_config: Any) -> Any:
     if not all(isinstance(c, JavaClass) for c in classes):
         return None
     open_reader, local_file, options_class = classes
-    options = options_class.builder().build()
+    # (immutable: made once per JVM, about 15 ms each time otherwise)
+    options = _once(spark, "footer read options", lambda: options_class.builder().build())
     footer_metrics = jclass(spark, "org.apache.iceberg.parquet.ParquetUtil").footerMetrics
     no_field_metrics = jclass(spark, "java.util.stream.Stream").empty
     jfile = jclass(spark, "java.io.File")

@@ -34,8 +34,9 @@ from .typedconv import ORDER
 # The Iceberg spec's field ids of a position delete file's columns.
 DELETE_PATH_ID = 2147483546
 DELETE_POS_ID = 2147483545
-# Keys listed in the scan's filter (file pruning by column statistics) up to this many.
-FILTER_MAX_KEYS = 20_000
+# Keys listed in the scan's filter (file pruning by column statistics) up to this many (each
+# is a round trip to the JVM); more are filtered by their range.
+FILTER_MAX_KEYS = 64
 _S = "__bl_s"  # prefix of the delta's order columns after the join
 _T = "__bl_t_"  # prefix of the mirror's value columns read for a partial fold's kept values
 
@@ -250,18 +251,25 @@ def _live_rows(spark: Any, settings: Settings, jtable: Any, snap: Any, folded: A
 def _plan(spark: Any, settings: Settings, jtable: Any, snap: Any, key: str, keys: Any,
           key_type: Any) -> list[tuple[str, list[str]]] | None:
     """(data file, its position delete files) of the snapshot's files that may hold the
-    source's rows of these keys (Iceberg's own pruning; the keys listed in the filter when
-    they are integers or strings and not too many)."""
+    source's rows of these keys (Iceberg's own pruning, on integer or string keys: the keys
+    listed in the filter when they are few, else their range)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    E = spark._jvm.org.apache.iceberg.expressions.Expressions
+    from .commit import jclass
+
+    E = jclass(spark, "org.apache.iceberg.expressions.Expressions")
     expr = E.equal("_source", settings.source)
-    if len(keys) <= FILTER_MAX_KEYS and (pa.types.is_integer(key_type)
-                                         or pa.types.is_string(key_type)):
-        values = spark._jvm.java.util.ArrayList()
-        for v in keys.to_pylist():
-            values.add(v)
-        expr = getattr(E, "and")(expr, getattr(E, "in")(key, values))
+    if pa.types.is_integer(key_type) or pa.types.is_string(key_type):
+        if len(keys) <= FILTER_MAX_KEYS:
+            values = spark._jvm.java.util.ArrayList()
+            for v in keys.to_pylist():
+                values.add(v)
+            expr = getattr(E, "and")(expr, getattr(E, "in")(key, values))
+        elif pc.count(keys).as_py():  # (a round trip per key listed: their range instead)
+            lo, hi = pc.min_max(keys).values()
+            expr = getattr(E, "and")(expr, getattr(E, "and")(
+                E.greaterThanOrEqual(key, lo.as_py()), E.lessThanOrEqual(key, hi.as_py())))
     it = jtable.newScan().useSnapshot(snap.snapshotId()).filter(expr).planFiles().iterator()
     out = []
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Settings
-from .commit import fork_branch
+from .commit import fork_branch, java_table
 from .spark import SMALL_FILE_OPEN_COST
 
 FILES = "files"
@@ -156,10 +156,7 @@ def ensure_tables(spark: Any, settings: Settings) -> None:
 def has_snapshots(spark: Any, table: str) -> bool:
     """The Iceberg table has a snapshot on some branch (it was ever written), read from the
     catalog without a Spark job."""
-    spark.sql(f"REFRESH TABLE {table}")
-    jt = spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, table)
-    return bool(jt.snapshots().iterator().hasNext())
+    return bool(java_table(spark, table).snapshots().iterator().hasNext())
 
 
 def may_match(spark: Any, table: str, condition: str) -> bool:

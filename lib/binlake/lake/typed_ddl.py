@@ -18,10 +18,6 @@ from .typed_plan import (
 )
 
 
-def _props(spark: Any, table: str) -> dict[str, str]:
-    return {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-
-
 def _exists(spark: Any, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
@@ -83,7 +79,9 @@ def watermark_key(spark: Any, settings: Settings) -> str:
 def read_watermark(spark: Any, settings: Settings, mirror: str) -> tuple[int, int, int] | None:
     """The order key up to which ``mirror`` holds the source's changes (its watermark
     property on the current branch, else main's), or None."""
-    props = _props(spark, mirror)
+    from .commit import java_table
+
+    props = java_table(spark, mirror).properties()  # (a Java map: two lookups, no statement)
     raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
     if not raw:
         return None

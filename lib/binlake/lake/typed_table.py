@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
-from .commit import fork_branch
+from .commit import fork_branch, java_table, refresh_table
 from .spark import read_table
 from .tables import ROW_CHANGES, delete_where, has_snapshots
 from .typed_ddl import _create, _evolve, _exists, _typed_columns, read_watermark, watermark_key
@@ -342,8 +342,10 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
     if last is not None:
-        spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
-                  f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
+        # (Iceberg's own property update: about half an ALTER TABLE statement's time)
+        java_table(spark, mirror).updateProperties().set(
+            watermark_key(spark, settings), f"{last[0]},{last[1]},{last[2]}").commit()
+        refresh_table(spark, mirror)
         step("watermark")
     return replayed
 
