@@ -89,12 +89,7 @@ def main() -> int:
         conn.close()
         srv.execute(["FLUSH BINARY LOGS"])
         out = Path(args.out)
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        written = srv.binlog_files()
-        closed = written[written.index(first) if first in written else 0:-1]
-        for f in closed:
-            shutil.copyfile(f, out / f.name)
+        closed = srv.copy_closed_binlogs(out, since=first)
     finally:
         srv.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -473,6 +473,17 @@ class MariaDBServer:
         """All binary logs but the one being written (complete files, ending in a Rotate)."""
         return self.binlog_files()[:-1]
 
+    def copy_closed_binlogs(self, dest: Path, since: Path | None = None) -> list[Path]:
+        """Copy the closed binary logs (from ``since`` on, when it is listed) into ``dest``,
+        emptied first; returns the copied files' sources."""
+        files = self.binlog_files()
+        closed = files[files.index(since) if since in files else 0:-1]
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for f in closed:
+            shutil.copyfile(f, dest / f.name)
+        return closed
+
     def current_binlog_file(self) -> Path | None:
         files = self.binlog_files()
         return files[-1] if files else None

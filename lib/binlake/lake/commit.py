@@ -20,19 +20,18 @@ _CLASSES: dict[tuple[int, str], tuple[Any, Any]] = {}
 def jclass(spark: Any, dotted: str) -> Any:
     """The Java class (or package, if there is no such class) ``dotted`` in the session's
     JVM, looked up once per JVM."""
-    gateway = spark.sparkContext._gateway
-    got = _CLASSES.get((id(gateway), dotted))
-    if got is None or got[0] is not gateway:
+    def find() -> Any:
         found = spark._jvm
         for part in dotted.split("."):
             found = getattr(found, part)
-        got = _CLASSES[(id(gateway), dotted)] = (gateway, found)
-    return got[1]
+        return found
+
+    return _once(spark, dotted, find)
 
 
 def _once(spark: Any, name: str, make: Any) -> Any:
-    """``make()``, made once per JVM (an immutable Java object), kept as :func:`jclass`
-    keeps classes."""
+    """``make()``, made once per JVM (a Java class, or an immutable Java object) and kept
+    under ``name``."""
     gateway = spark.sparkContext._gateway
     got = _CLASSES.get((id(gateway), name))
     if got is None or got[0] is not gateway:
