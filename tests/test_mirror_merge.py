@@ -329,3 +329,25 @@ def test_driver_merge_of_a_partial_fold_keeps_the_mirrors_values(lake: Any) -> N
     want[("default", 6)] = ("six", Decimal("6.00"), (2, 10, 5))
     assert _read(lake, twin) == want
     assert _read(lake, here) == want
+
+
+def test_java_table_sees_a_commit_made_outside_spark(lake: Any) -> None:
+    """commit.java_table refreshes through the catalog's invalidateTable (no REFRESH TABLE
+    statement): after a commit by another client (pyiceberg, on the same catalog), the Java
+    table and Spark's reads see it, where the cached table does not."""
+    from binlake.lake.commit import java_table, jclass
+    from binlake.lake.spark import pyiceberg_catalog
+
+    table = _mirror(lake, "mirror__t__fresh", ROWS)
+    before = java_table(lake.spark, table).currentSnapshot().snapshotId()
+    assert lake.spark.table(table).count() == len(ROWS)
+    outside = pyiceberg_catalog(lake.settings).load_table(
+        f"{lake.settings.namespace}.mirror__t__fresh")
+    outside.delete("k = 1")
+    now = pyiceberg_catalog(lake.settings).load_table(
+        f"{lake.settings.namespace}.mirror__t__fresh").current_snapshot().snapshot_id
+    util = jclass(lake.spark, "org.apache.iceberg.spark.Spark3Util")
+    cached = util.loadIcebergTable(lake.spark._jsparkSession, table)
+    assert cached.currentSnapshot().snapshotId() == before != now
+    assert java_table(lake.spark, table).currentSnapshot().snapshotId() == now
+    assert lake.spark.table(table).count() == len(ROWS) - 2  # key 1 of both sources
