@@ -486,6 +486,28 @@ def lake(spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFac
     return {"settings": settings, "report": reports[0], "tables": _typed_tables(spark, settings)}
 
 
+def _watermark_came_with_rows(spark: Any, settings: Any, mirror: str) -> bool:
+    """Whether the metadata version that made ``mirror``'s current snapshot already held the
+    watermark the mirror holds now: one commit for both (commit.operation_source), not the
+    rows first and the watermark in a commit of its own."""
+    from binlake.lake.commit import java_table
+    from binlake.lake.typed_ddl import watermark_key
+
+    ice = spark._jvm.org.apache.iceberg
+    jtable = java_table(spark, mirror)
+    now = jtable.operations().current()
+    key = watermark_key(spark, settings)
+    want = (now.currentSnapshot().snapshotId(), now.properties().get(key))
+    assert want[1], f"{mirror}: no watermark"
+    log = now.previousFiles()
+    for path in [log.get(i).file() for i in range(log.size())] + [now.metadataFileLocation()]:
+        meta = ice.TableMetadataParser.read(jtable.io(), path)
+        snap = meta.currentSnapshot()
+        if snap is not None and snap.snapshotId() == want[0]:  # the version that made it
+            return bool(meta.properties().get(key) == want[1])
+    raise AssertionError(f"{mirror}: no metadata version made its current snapshot")
+
+
 def _mirror_vs_server(spark: Any, settings: Any, world: dict[str, Any], table: str) -> None:
     cols = world["columns"][table]
     mirror = settings.table(f"mirror__{DB}__{table}")
@@ -690,6 +712,10 @@ def test_killed_run_rerun_completes(spark: Any, lake: dict[str, Any], world: dic
     folds = {k: t.get("mirror_fold") for k, t in reports[1]["tables"].items()
              if t["mirror_rows"] and k != f"{DB}.images"}
     assert folds and set(folds.values()) == {"driver"}, folds
+    # and each of those mirrors' watermark came with its rows, in the MERGE's own commit
+    for k in folds:
+        mirror = reports[1]["tables"][k]["mirror"]
+        assert _watermark_came_with_rows(spark, settings, mirror), mirror
 
     _killed_before_typed_fill(spark, settings, files[2:])
     _load(spark, settings, files[2:], reports)

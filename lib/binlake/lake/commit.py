@@ -91,22 +91,42 @@ def has_branch(jtable: Any, branch: str) -> bool:
     return ref is not None and bool(ref.isBranch())
 
 
-def fork_branch(spark: Any, name: str) -> None:
+def fork_branch(spark: Any, name: str) -> bool:
     """Before a write to table ``name`` (a full name) on the write-audit-publish branch, when
     one is set: the branch made at main's current snapshot if the table has none yet.
     Iceberg makes it at the first commit too, but then that commit's snapshot summary counts
     the table's totals (``total-records``, ``total-data-files``, ...) from zero, and every
     later snapshot, main's once published, carries the error on.  A table never written has
-    no snapshot: its first commit makes the branch, and counts from zero rightly."""
+    no snapshot: its first commit makes the branch, and counts from zero rightly.  Returns
+    whether it made the branch."""
     branch = spark.conf.get("spark.wap.branch", None)
     if not branch:
-        return
+        return False
     jtable = java_table(spark, name)
     snap = jtable.currentSnapshot()
     if snap is None or has_branch(jtable, branch):
-        return
+        return False
     jtable.manageSnapshots().createBranch(branch, snap.snapshotId()).commit()
     refresh_table(spark, name)
+    return True
+
+
+def operation_source(spark: Any, jtable: Any, name: str,
+                     props: dict[str, str] | None) -> tuple[Any, Any]:
+    """What a commit's snapshot operation of table ``name`` is made from (``newAppend()``,
+    ``newRowDelta()``...), and the transaction to pass to :func:`commit_operation`: ``jtable``
+    itself and None, or, when table properties ``props`` are to be set by the same commit,
+    a transaction of the table and that transaction.  One catalog commit then holds both
+    (a mirror's rows and its watermark: about 30-80 ms each on SQLite, queued on the
+    catalog's one connection), and a kill cannot come between them.  The write-audit-publish
+    branch is forked first (:func:`fork_branch`), so that the transaction starts from a
+    table that has it."""
+    if not props:
+        return jtable, None
+    if fork_branch(spark, name):
+        jtable = java_table(spark, name)
+    txn = jtable.newTransaction()
+    return txn, txn
 
 
 def data_file_builder(spark: Any, jtable: Any) -> Any:
@@ -177,13 +197,15 @@ def _local_footer_metrics(spark: Any, metrics_config: Any) -> Any:
 
 
 def add_data_files(spark: Any, settings: Settings, table: str,
-                   written: list[dict[str, Any]], run_id: str) -> None:
+                   written: list[dict[str, Any]], run_id: str,
+                   props: dict[str, str] | None = None) -> None:
     """One Iceberg commit (an append snapshot) adding Parquet data files written by the
     executors: ``written`` are their WRITTEN records (path, rows, partition values).  The
     commit goes through Spark's catalog in this JVM (the same connection pool Spark's own
     writes use: a second SQLite client would meet "database is locked"), on the
     write-audit-publish branch when one is set (created from main's current snapshot, as
-    Spark's own writes do).  Column statistics come from each file's Parquet footer."""
+    Spark's own writes do).  Column statistics come from each file's Parquet footer.
+    ``props``: table properties set by the same commit (see :func:`operation_source`)."""
     name = table if "." in table else settings.table(table)  # a full name: as is
     jtable = java_table(spark, name)
     data_file = data_file_builder(spark, jtable)
@@ -191,22 +213,33 @@ def add_data_files(spark: Any, settings: Settings, table: str,
     # serves each Python thread on its own thread).
     with ThreadPoolExecutor(max_workers=4) as pool:
         files = list(pool.map(data_file, written))
-    append = jtable.newAppend()
+    source, txn = operation_source(spark, jtable, name, props)
+    append = source.newAppend()
     for f in files:
         append.appendFile(f)
-    commit_operation(spark, append, name, run_id)
+    commit_operation(spark, append, name, run_id, txn, props)
 
 
-def commit_operation(spark: Any, op: Any, name: str, run_id: str) -> None:
+def commit_operation(spark: Any, op: Any, name: str, run_id: str, txn: Any = None,
+                     props: dict[str, str] | None = None) -> None:
     """Commit an Iceberg Java snapshot operation of table ``name``: tagged with the run,
     on the write-audit-publish branch when one is set (see ``on_branch``), Spark's cached
-    table refreshed after."""
+    table refreshed after.  ``txn``: the transaction ``op`` was made from (see
+    :func:`operation_source`), committed with table properties ``props`` set too."""
     op.set("binlake.run_id", run_id)
     branch = spark.conf.get("spark.wap.branch", None)
     if branch:
-        fork_branch(spark, name)
+        if txn is None:  # (a transaction's table was forked before it began)
+            fork_branch(spark, name)
         op.toBranch(branch)
     op.commit()
+    if txn is not None:
+        if props:
+            update = txn.updateProperties()
+            for k, v in props.items():
+                update.set(k, v)
+            update.commit()
+        txn.commitTransaction()
     refresh_table(spark, name)
 
 

@@ -445,8 +445,8 @@ def land(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
                 summary.typed = typed.fill(
                     spark, settings, prepared, resolved.typed_stats,
                     [w for w in to_add if w["table"] not in RECORD_TABLES],
-                    lambda table, written: add_data_files(spark, settings, table, written,
-                                                          run_id),
+                    lambda table, written, props=None: add_data_files(
+                        spark, settings, table, written, run_id, props),
                     run_id)
         finally:
             wait_records()

@@ -26,7 +26,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..config import Settings
-from .commit import commit_operation, data_file_builder, java_table, remove_files, table_out
+from .commit import (
+    commit_operation,
+    data_file_builder,
+    java_table,
+    operation_source,
+    remove_files,
+    table_out,
+)
 from .driver_read import _snapshot
 from .sink import DataSink, data_filesystem
 from .typedconv import ORDER
@@ -48,14 +55,17 @@ MERGE_ATTEMPTS = 3
 
 def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
                     pk: Sequence[str], run_id: str,
-                    flags: Sequence[tuple[str, str]] = ()) -> dict[str, int] | None:
+                    flags: Sequence[tuple[str, str]] = (),
+                    props: dict[str, str] | None = None) -> dict[str, int] | None:
     """MERGE ``folded`` (Arrow: one change per key; the typed columns, ``_op``, the order
     columns, ``_commit_ts``) into ``mirror`` (keys ``pk``) as :func:`typed_mirror._apply_mirror`
     would, in one commit; on the write-audit-publish branch when one is set.  Returns the
     counts (``deleted`` rows, ``inserted`` rows), or None when declined (see the module).
     ``flags``: (value column, flag column) of a partial fold (:func:`fold.fold_partial`): a
     row that replaces a mirror's row takes that row's value where its flag is set (the
-    mirror's values of those columns are read too).
+    mirror's values of those columns are read too).  ``props``: table properties set by the
+    MERGE's commit (the mirror's watermark, see :func:`commit.operation_source`); a MERGE
+    that changes nothing (no row deleted or inserted) commits nothing, them included.
 
     A commit that fails Iceberg's validation (a data file it deletes rows of was rewritten
     meanwhile: a compaction) commits nothing; its files are removed and the MERGE starts
@@ -63,11 +73,11 @@ def merge_on_driver(spark: Any, settings: Settings, mirror: str, folded: Any,
     ``ValidationException`` is raised."""
     for _ in range(MERGE_ATTEMPTS - 1):
         try:
-            return _merge_once(spark, settings, mirror, folded, pk, run_id, flags)
+            return _merge_once(spark, settings, mirror, folded, pk, run_id, flags, props)
         except Exception as exc:
             if not _validation_failed(exc):
                 raise
-    return _merge_once(spark, settings, mirror, folded, pk, run_id, flags)  # the last try
+    return _merge_once(spark, settings, mirror, folded, pk, run_id, flags, props)  # last
 
 
 def _validation_failed(exc: BaseException) -> bool:
@@ -81,8 +91,8 @@ def _validation_failed(exc: BaseException) -> bool:
 
 
 def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
-                pk: Sequence[str], run_id: str, flags: Sequence[tuple[str, str]] = ()
-                ) -> dict[str, int] | None:
+                pk: Sequence[str], run_id: str, flags: Sequence[tuple[str, str]] = (),
+                props: dict[str, str] | None = None) -> dict[str, int] | None:
     """One try of :func:`merge_on_driver`: read, write, commit (its files removed when the
     commit fails)."""
     import pyarrow as pa
@@ -145,7 +155,7 @@ def _merge_once(spark: Any, settings: Settings, mirror: str, folded: Any,
         deletes = sink._write_files(mirror, "deletes", "", [((), posdel)])
     try:
         _commit(spark, jtable, mirror, written, deletes,
-                sorted(set(gone.column("__bl_path").to_pylist())), snap, run_id)
+                sorted(set(gone.column("__bl_path").to_pylist())), snap, run_id, props)
     except Exception:
         # nothing of it is committed (an Iceberg commit is all or nothing): its files are
         # no table's; a kill here leaves them to the next load's orphan sweep
@@ -276,7 +286,11 @@ def _plan(spark: Any, settings: Settings, jtable: Any, snap: Any, key: str, keys
         while it.hasNext():
             task = it.next()
             dels = []
-            for d in task.deletes():
+            # (by index: py4j's iterator of a Java list ends in a Java exception, which
+            # pyspark's handler inspects in several round trips: most of a small MERGE's
+            # planning time)
+            jdels = task.deletes()
+            for d in (jdels.get(i) for i in range(jdels.size())):
                 if d.content().toString() != "POSITION_DELETES" \
                         or d.format().toString() != "PARQUET":
                     return None
@@ -321,13 +335,15 @@ def _deleted_positions(delete_path: str, data_path: str, cache: dict[str, Any],
 
 def _commit(spark: Any, jtable: Any, mirror: str, written: list[dict[str, Any]],
             deletes: list[dict[str, Any]], referenced: list[str], snap: Any,
-            run_id: str) -> None:
+            run_id: str, props: dict[str, str] | None = None) -> None:
     """One row-delta commit: the new rows' data files, the position delete file; validated
-    from the snapshot read (the referenced data files still there, no conflicting deletes)."""
+    from the snapshot read (the referenced data files still there, no conflicting deletes);
+    table properties ``props`` set by the same commit."""
     ice = spark._jvm.org.apache.iceberg
     spec = jtable.spec()
     io = jtable.io()
-    delta = jtable.newRowDelta()
+    source, txn = operation_source(spark, jtable, mirror, props)
+    delta = source.newRowDelta()
     data_file = data_file_builder(spark, jtable)
     for w in written:
         delta.addRows(data_file(w))
@@ -348,4 +364,4 @@ def _commit(spark: Any, jtable: Any, mirror: str, written: list[dict[str, Any]],
         delta.validateDataFilesExist(paths)
         delta.validateDeletedFiles()
         delta.validateNoConflictingDeleteFiles()
-    commit_operation(spark, delta, mirror, run_id)  # (on the branch read, if any)
+    commit_operation(spark, delta, mirror, run_id, txn, props)  # (the branch read, if any)

@@ -71,10 +71,12 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
         here = parts == 1 and total["delta"] <= DRIVER_FOLD_ROWS \
             and staged_bytes <= DRIVER_FOLD_BYTES
 
-        def fold(blocked: tuple[int, int, int] | None) -> str:
+        def fold(blocked: tuple[int, int, int] | None,
+                 props: dict[str, str] | None = None) -> tuple[str, bool]:
             assert job.plan is not None and spec.stage is not None and parts is not None
             return _fold_fast(spark, settings, mirror, job, spec.stage, staged, struct,
-                              blocked, commit, run_id, here, parts, images == "partial")
+                              blocked, commit, run_id, here, parts, images == "partial",
+                              props)
     job.altered = _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots,
                         job.wm, job.rep, stats=total, write_changelog=write_changelog,
                         mirror_new=job.mirror_new, fold=fold, alters=job.alters)
@@ -123,7 +125,8 @@ def _part_key(struct: Any, pk: list[str]) -> bool:
 def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stage: str,
                staged: list[str], struct: Any, blocked: tuple[int, int, int] | None,
                commit: Any, run_id: str, here: bool = False, parts: int = 1,
-               partial: bool = False) -> str:
+               partial: bool = False, props: dict[str, str] | None = None
+               ) -> tuple[str, bool]:
     """Apply a table's staged delta to its mirror, folded by executor tasks
     (:func:`fold.fold_mirror`: Arrow in memory, one task per part of ``parts``, each part
     within ``FOLD_MAX_ROWS`` rows and ``FOLD_MAX_BYTES`` of staged files, see
@@ -138,7 +141,9 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
     the driver) or ``driver-fold`` (folded on the driver, MERGEd by Spark); ``executor``
     is ``executor:k`` when k tasks folded it.  ``partial``: updates with partial row images
     (:func:`fold.fold_partial`; the driver's MERGE takes the columns they keep from the
-    mirror's rows)."""
+    mirror's rows).  ``props``: table properties (the mirror's watermark) for the mirror's
+    commit, where the driver commits it (a new mirror's rows, the driver's MERGE); the
+    second value returned says whether they were committed."""
 
     from .commit import table_out
     from .fold import FoldSpec, fold_mirror, kept_flags
@@ -165,8 +170,8 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                        sc.parallelize(specs, parts).flatMap(fold_mirror).collect())
             # (no rows to replace: the mirror had no snapshot when the run prepared it)
             if written:
-                commit(mirror, written)
-            return "driver" if here else done
+                commit(mirror, written, props)
+            return ("driver" if here else done), bool(written)
     name = f"{stage.rstrip('/')}/folded-{uuid.uuid4().hex[:8]}"
     paths = [f"{name}.parquet"] if parts == 1 else [f"{name}-{i}.parquet"
                                                     for i in range(parts)]
@@ -176,8 +181,9 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
         from .mirror_merge import merge_on_driver
 
         folded = fold_staged(spec)
-        if merge_on_driver(spark, settings, mirror, folded, pk, run_id, flags) is not None:
-            return "driver"
+        merged = merge_on_driver(spark, settings, mirror, folded, pk, run_id, flags, props)
+        if merged is not None:
+            return "driver", bool(merged["deleted"] or merged["inserted"])
         fold_mirror(replace(spec, out=paths[0]))
     else:
         sc.parallelize([replace(spec, out=path, part=(i, parts))
@@ -190,7 +196,7 @@ def _fold_fast(spark: Any, settings: Settings, mirror: str, job: _TableJob, stag
                                   *(StructField(f, BooleanType()) for _, f in flags)], paths)
     _merge_mirror(spark, settings, folded, mirror, job.plan, job.pk_slots, partial,
                   job.mirror_new, folded=True)
-    return "driver-fold" if here else done
+    return ("driver-fold" if here else done), False
 
 
 class LazyFrame:

@@ -256,8 +256,9 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
     mirror.  Tables are filled in threads; their commits queue for the catalog's connection
     (one per JVM on SQLite: see :func:`binlake.lake.spark.jdbc_catalog_properties`).
-    ``fold(blocked)``, when given, applies the delta to the mirror in place of
-    :func:`_merge_mirror` (see :func:`_fold_fast`; it returns where the delta was folded).
+    ``fold(blocked, props)``, when given, applies the delta to the mirror in place of
+    :func:`_merge_mirror` (see :func:`_fold_fast`; it returns where the delta was folded,
+    and whether its commit set the watermark, table properties ``props``).
 
     ``alters``: the ALTERs to replay on the mirror's older rows (alters.alter_steps).  The
     load replays them after the typed step (alters.apply_alters), except where the delta's
@@ -326,9 +327,14 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         ).collect()[0]
     else:
         n = stats["todo"]
+    # the watermark: set by the mirror's own commit where the fold's commit is ours
+    props = ({watermark_key(spark, settings): f"{last[0]},{last[1]},{last[2]}"}
+             if last is not None else None)
+    marked = False
     if n and fold is not None:
         blocked = tuple(stats["blocked"]) if stats["blocked"] is not None else None
-        rep["mirror_fold"] = fold(blocked) or "executor"
+        where, marked = fold(blocked, props)
+        rep["mirror_fold"] = where or "executor"
     elif n:
         rep["mirror_fold"] = "spark"
         todo = conv.where(cond).where(f"{L} >= 0")
@@ -341,10 +347,12 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
                           moves=stats.get("moves"))
     step("mirror")
     rep["mirror_rows"] = int(n or 0)
-    if last is not None:
+    if props and not marked:
         # (Iceberg's own property update: about half an ALTER TABLE statement's time)
-        java_table(spark, mirror).updateProperties().set(
-            watermark_key(spark, settings), f"{last[0]},{last[1]},{last[2]}").commit()
+        update = java_table(spark, mirror).updateProperties()
+        for k, v in props.items():
+            update.set(k, v)
+        update.commit()
         refresh_table(spark, mirror)
         step("watermark")
     return replayed
