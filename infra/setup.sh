@@ -61,6 +61,7 @@ else
 fi
 # --- the driver JVM's class archive (lake/classarchive.py: ~3 s off every local Spark
 # session); best effort: without it, sessions start as usual --------------------------------
+# (the archive covers binlake's local file system jar, lake/jvm.py: built first if missing)
 if [[ ",$EXTRAS," == *",spark,"* ]]; then
   warm=()  # a small real binlog makes the warm-up a real load, when the shared corpus is here
   sample="../shared/corpus/libs/mariadb-poc/binlogs/domain_id_0/mariadb-repl-bin.000002"

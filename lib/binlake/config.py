@@ -57,6 +57,9 @@ class Settings:
     # "auto": the driver JVM maps the class archive `binlake jvm-archive` built for this Java,
     # these jars and options, when there is one (lake/classarchive.py); "off": never.
     spark_class_archive: str = "auto"
+    # "nio": a local master's Hadoop "file:" file system sets permissions through the JDK
+    # (lake/jvm/NioLocalFileSystem.java) instead of a chmod process per file; "hadoop": never.
+    spark_local_fs: str = "nio"
     split_bytes: int = 64 << 20  # target size of a transaction-aligned decode range
     # bytes of binlog a decode task reads between two writes of its records as data files
     # (its memory, besides the transactions still open; less: more, smaller data files)
@@ -202,6 +205,8 @@ class Settings:
         if self.spark_class_archive not in ("auto", "off"):
             raise ConfigError(f"spark_class_archive: {self.spark_class_archive!r} is not "
                               "auto or off")
+        if self.spark_local_fs not in ("nio", "hadoop"):
+            raise ConfigError(f"spark_local_fs: {self.spark_local_fs!r} is not nio or hadoop")
         if not 1 <= self.typed_parallelism <= 64:
             raise ConfigError(f"typed_parallelism: {self.typed_parallelism} is not in 1..64")
         if not 0 <= self.lock_wait <= 86400:

@@ -88,6 +88,11 @@ def archive_path(settings: Settings, jars: list[str]) -> Path | None:
     parts = [str(FORMAT), _stat(java), settings.spark_driver_java_options.strip()]
     parts += [_stat(str(p)) for p in sorted(spark_jars.glob("*.jar"))]
     parts += [_stat(j) for j in jars]
+    from .spark import local_fs_jar  # (on the driver's class path too: spark.build_session)
+
+    local_fs = local_fs_jar(settings)
+    if local_fs is not None:
+        parts.append(_stat(local_fs))
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
     return cache_dir() / f"driver-{digest}.jsa"
 
