@@ -13,8 +13,16 @@ from typing import Any
 from ..config import Settings
 from .commit import fork_branch, java_table, refresh_table
 from .spark import read_table
-from .tables import ROW_CHANGES, delete_where, has_snapshots
-from .typed_ddl import _create, _evolve, _exists, _typed_columns, read_watermark, watermark_key
+from .tables import ROW_CHANGES, delete_where
+from .typed_ddl import (
+    _create,
+    _evolve,
+    _typed_columns,
+    look,
+    read_watermark,
+    watermark_key,
+    watermark_keys,
+)
 from .typed_mirror import _merge_mirror
 from .typed_plan import (
     CL_META,
@@ -74,27 +82,30 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
                           "FULL): no typed tables")
         return _TableJob(db, tbl, rep, layouts)
 
-    # Schema: plan on the changelog, then bring the mirror to the same typed columns.
-    cl_exists = _exists(spark, cl)
-    mirror_existed = _exists(spark, mirror)
+    # Schema: plan on the changelog, then bring the mirror to the same typed columns.  (Each
+    # table read once from the catalog: a night may meet hundreds.)
+    cl_state = look(spark, cl)
+    m_state = look(spark, mirror, watermark_keys(spark, settings))
+    cl_exists = cl_state.exists
+    mirror_existed = m_state.exists
     # created but never written (no snapshot: the typed tables are created before the files
     # are decoded, and that run may have been killed): built like new ones
-    cl_filled = cl_exists and has_snapshots(spark, cl)
-    existing = _typed_columns(spark, cl, CL_META) if cl_exists else []
+    cl_filled = cl_exists and cl_state.written
+    existing = _typed_columns(spark, cl, CL_META, cl_state) if cl_exists else []
     plan = plan_schema(existing, named)
     if not cl_exists:
         _create(spark, cl, list(plan.columns.items()), plan.comments, CL_META,
                 "days(_commit_ts)")
         rep["created"].append(cl)
     elif plan.actions:
-        rep["evolved"] += _evolve(spark, cl, plan.columns, plan.comments, CL_META)
+        rep["evolved"] += _evolve(spark, cl, plan.columns, plan.comments, CL_META, cl_state)
     slots_of = {id(lay): s for lay, s in zip(named, plan.slots)}
     newest = named[-1]
     slots = slots_of[id(newest)]
     pk_slots = [slots[c] for c in newest.pk] if newest.pk and all(
         c in slots for c in newest.pk) else []
     # Only the run's files' changes, unless a typed table is new (then all of row_changes).
-    mirror_filled = mirror_existed and bool(pk_slots) and has_snapshots(spark, mirror)
+    mirror_filled = mirror_existed and bool(pk_slots) and m_state.written
     full = seqs is None or not cl_filled or bool(pk_slots and not mirror_filled)
     if pk_slots:
         rep["mirror"] = mirror
@@ -103,13 +114,15 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
                     None)
             rep["created"].append(mirror)
         else:
-            rep["evolved"] += _evolve(spark, mirror, plan.columns, plan.comments, MIRROR_META)
+            rep["evolved"] += _evolve(spark, mirror, plan.columns, plan.comments, MIRROR_META,
+                                      m_state)
     else:
         rep["notes"].append("no primary key: changelog only (no mirror)"
                             + (f"; {mirror} is no longer maintained"
-                               if _exists(spark, mirror) else ""))
-    # (a mirror created just now has no watermark: not read, a statement per table saved)
-    wm = read_watermark(spark, settings, mirror) if pk_slots and mirror_existed else None
+                               if mirror_existed else ""))
+    # (a mirror created just now has no watermark)
+    wm = read_watermark(spark, settings, mirror, m_state) if pk_slots and mirror_existed \
+        else None
     return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs,
                      bool(pk_slots) and not mirror_filled, cl_new=not cl_filled)
 
