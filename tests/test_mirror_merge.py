@@ -172,15 +172,34 @@ def test_renamed_key_column_is_found_by_field_id(lake: Any) -> None:
 
 def test_branch_is_written_main_is_not(lake: Any) -> None:
     from binlake.lake.branch import on_branch
+    from binlake.lake.commit import java_table
     from binlake.lake.mirror_merge import merge_on_driver
 
     table = _mirror(lake, "mirror__t__w", ROWS)
     before = _read(lake, table)
+    main_head = java_table(lake.spark, table).currentSnapshot().snapshotId()
+    key = "binlake.watermark.default@audit1"
     with on_branch(lake.spark, "audit1"):
         assert merge_on_driver(lake.spark, lake.settings, table, _delta(CHANGES), ["k"],
-                               "w1") == {"deleted": 3, "inserted": 3}
+                               "w1", props={key: "2,10,4"}) == {"deleted": 3, "inserted": 3}
     assert _read(lake, table) == before
     assert _read(lake, table, branch="audit1") == _model(ROWS, CHANGES, "default")
+    # the properties came in the MERGE's own commit (one transaction): the metadata version
+    # that made the branch's head already has them; the branch was forked at main's head
+    # first (its snapshot counts main's rows), and main did not move
+    jtable = java_table(lake.spark, table)
+    now = jtable.operations().current()
+    assert now.currentSnapshot().snapshotId() == main_head
+    head = now.ref("audit1").snapshotId()
+    assert jtable.snapshot(head).parentId() == main_head
+    assert now.properties().get(key) == "2,10,4"
+    ice = lake.spark._jvm.org.apache.iceberg
+    log = now.previousFiles()
+    versions = [ice.TableMetadataParser.read(jtable.io(), log.get(i).file())
+                for i in range(log.size())] + [now]
+    made = next(m for m in versions
+                if m.ref("audit1") is not None and m.ref("audit1").snapshotId() == head)
+    assert made.properties().get(key) == "2,10,4"
 
 
 def test_declines_what_it_does_not_write(lake: Any) -> None:
