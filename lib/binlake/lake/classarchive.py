@@ -36,6 +36,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..config import Settings
+from .jvm import cache_dir, local_fs_jar_for
 
 STALE = 30 * 86400
 FORMAT = 1  # part of the digest: a change in how archives are built retires the old ones
@@ -44,11 +45,6 @@ _WRITTEN = re.compile(r"Written dynamic archive .*\[\d+ bytes header, (\d+) byte
 
 class ClassArchiveError(RuntimeError):
     """The archive could not be built (the reason says why)."""
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "binlake" / "jvm"
 
 
 def _java() -> str | None:
@@ -88,9 +84,7 @@ def archive_path(settings: Settings, jars: list[str]) -> Path | None:
     parts = [str(FORMAT), _stat(java), settings.spark_driver_java_options.strip()]
     parts += [_stat(str(p)) for p in sorted(spark_jars.glob("*.jar"))]
     parts += [_stat(j) for j in jars]
-    from .spark import local_fs_jar  # (on the driver's class path too: spark.build_session)
-
-    local_fs = local_fs_jar(settings)
+    local_fs = local_fs_jar_for(settings)  # (on the driver's class path too: build_session)
     if local_fs is not None:
         parts.append(_stat(local_fs))
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]

@@ -23,7 +23,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from .classarchive import cache_dir
+from ..config import Settings
+
+
+def cache_dir() -> Path:
+    """Where binlake keeps its JVM files: these jars, the class archives (classarchive.py)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "binlake" / "jvm"
+
 
 SOURCE = Path(__file__).with_name("jvm") / "HttpS3FileIO.java"
 LOCAL_FS_SOURCE = Path(__file__).with_name("jvm") / "NioLocalFileSystem.java"
@@ -76,6 +83,16 @@ def local_fs_jar(javac: str | None = None) -> str | None:
         return _jar(LOCAL_FS_SOURCE, "binlake-localfs", str(hadoop[-1]), javac)
     except (JvmBuildError, OSError):
         return None
+
+
+def local_fs_jar_for(settings: Settings) -> str | None:
+    """:func:`local_fs_jar` when a session binlake starts is to have it: ``spark_local_fs``
+    is ``nio`` and ``spark_conf`` sets neither the driver's class path nor
+    ``fs.file.impl``."""
+    if settings.spark_local_fs != "nio" or {
+            "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"} & settings.spark_conf.keys():
+        return None
+    return local_fs_jar()
 
 
 def _built(source: Path, name: str) -> Path:

@@ -243,12 +243,9 @@ def local_fs_jar(settings: Settings) -> str | None:
     files among them) when the session binlake starts is to have it: ``spark_local_fs``
     is ``nio``, ``spark_conf`` sets neither the driver's class path nor ``fs.file.impl``,
     and the jar is built or can be (a JDK)."""
-    from .jvm import local_fs_jar as jar
+    from .jvm import local_fs_jar_for
 
-    if settings.spark_local_fs != "nio" or {
-            "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"} & settings.spark_conf.keys():
-        return None
-    return jar()
+    return local_fs_jar_for(settings)
 
 
 def driver_java_options(settings: Settings, jars: list[str], lib: str = "",
