@@ -89,8 +89,8 @@ def local_fs_jar_for(settings: Settings) -> str | None:
     """:func:`local_fs_jar` when a session binlake starts is to have it: ``spark_local_fs``
     is ``nio`` and ``spark_conf`` sets neither the driver's class path nor
     ``fs.file.impl``."""
-    if settings.spark_local_fs != "nio" or {
-            "spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"} & settings.spark_conf.keys():
+    own = {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
+    if settings.spark_local_fs != "nio" or own & settings.spark_conf.keys():
         return None
     return local_fs_jar()
 

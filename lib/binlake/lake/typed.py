@@ -372,8 +372,9 @@ def fill(spark: Any, settings: Settings, prepared: Prepared, stats: list[dict[st
          written: list[dict[str, Any]], commit: Any, run_id: str) -> dict[str, Any]:
     """Fill the typed tables after the record tables are written: a fast table from what
     the decode tasks gave (``stats``: their TYPED records, ``written``: the changelog data
-    files, both of the files that decoded cleanly; ``commit(table, written, props=None)`` adds data
-    files in one Iceberg commit, setting table properties ``props`` too), the others from ``row_changes``."""
+    files, both of the files that decoded cleanly; ``commit(table, written, props=None)``
+    adds data files in one Iceberg commit, setting table properties ``props`` too), the
+    others from ``row_changes``."""
     def one(job: _TableJob) -> None:
         spec = prepared.fast.get((job.db, job.tbl))
         if spec is None:
