@@ -18,7 +18,6 @@ from binlake.config import ConfigError, load_settings
 pytest.importorskip("pyspark")
 
 from binlake.lake import jvm
-from binlake.lake import spark as S
 
 
 def _settings(tmp_path: Path, **kw: Any) -> Any:
@@ -28,15 +27,15 @@ def _settings(tmp_path: Path, **kw: Any) -> Any:
 def test_when_a_session_gets_it(tmp_path: Path) -> None:
     if shutil.which("javac") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("no JDK to build the jar")
-    jar = S.local_fs_jar(_settings(tmp_path))
+    jar = jvm.local_fs_jar_for(_settings(tmp_path))
     assert jar is not None and jar == jvm.local_fs_jar()
     with zipfile.ZipFile(jar) as z:
         assert "binlake/hadoop/NioLocalFileSystem.class" in z.namelist()
         assert "binlake/hadoop/NioLocalFileSystem$Raw.class" in z.namelist()
     # off, or the user's own class path / file system: none
-    assert S.local_fs_jar(_settings(tmp_path, spark_local_fs="hadoop")) is None
+    assert jvm.local_fs_jar_for(_settings(tmp_path, spark_local_fs="hadoop")) is None
     for key in ("spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"):
-        assert S.local_fs_jar(_settings(tmp_path, spark_conf={key: "x"})) is None
+        assert jvm.local_fs_jar_for(_settings(tmp_path, spark_conf={key: "x"})) is None
     with pytest.raises(ConfigError, match="spark_local_fs"):
         _settings(tmp_path, spark_local_fs="nfs")
 
@@ -57,7 +56,7 @@ def test_permissions_as_hadoops_own(spark_lake: Any, tmp_path: Path) -> None:
     spark = spark_lake
     jvm_ = spark._jvm
     conf = spark._jsc.hadoopConfiguration()
-    if S.local_fs_jar(load_settings(env={"BINLAKE_HOME": str(tmp_path)})) is None:
+    if jvm.local_fs_jar_for(load_settings(env={"BINLAKE_HOME": str(tmp_path)})) is None:
         pytest.skip("no JDK: the session runs with Hadoop's own")
     assert conf.get("fs.file.impl") == jvm.LOCAL_FS
     hpath = jvm_.org.apache.hadoop.fs.Path

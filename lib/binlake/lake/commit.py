@@ -129,6 +129,15 @@ def operation_source(spark: Any, jtable: Any, name: str,
     return txn, txn
 
 
+def set_properties(target: Any, props: dict[str, str]) -> None:
+    """Set table properties ``props`` on ``target`` (an Iceberg Java table, or a transaction
+    of one: then they commit with it)."""
+    update = target.updateProperties()
+    for k, v in props.items():
+        update.set(k, v)
+    update.commit()
+
+
 def data_file_builder(spark: Any, jtable: Any) -> Any:
     """A function of a WRITTEN record (path, rows, partition values) to the Iceberg Java
     ``DataFile`` of ``jtable``; column statistics from the file's Parquet footer, as
@@ -235,10 +244,7 @@ def commit_operation(spark: Any, op: Any, name: str, run_id: str, txn: Any = Non
     op.commit()
     if txn is not None:
         if props:
-            update = txn.updateProperties()
-            for k, v in props.items():
-                update.set(k, v)
-            update.commit()
+            set_properties(txn, props)
         txn.commitTransaction()
     refresh_table(spark, name)
 

@@ -237,17 +237,6 @@ def executor_env(settings: Settings, environ: dict[str, str] | None = None) -> d
     return {f"spark.executorEnv.{k}": v for k, v in out.items()}
 
 
-def local_fs_jar(settings: Settings) -> str | None:
-    """The jar of binlake's local file system for Hadoop (lake/jvm.py: ``file:`` paths
-    without a ``chmod`` process per file created, the commits' manifests and metadata
-    files among them) when the session binlake starts is to have it: ``spark_local_fs``
-    is ``nio``, ``spark_conf`` sets neither the driver's class path nor ``fs.file.impl``,
-    and the jar is built or can be (a JDK)."""
-    from .jvm import local_fs_jar_for
-
-    return local_fs_jar_for(settings)
-
-
 def driver_java_options(settings: Settings, jars: list[str], lib: str = "",
                         archive: bool = True) -> str:
     """The driver JVM's options: ``lib`` (the JNI path), ``spark_driver_java_options``, and
@@ -347,15 +336,15 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
     jars = [] if submitted else jars_for(settings)
     if jars:
         b = b.config("spark.jars", ",".join(jars))
-    local_fs = None if submitted else local_fs_jar(settings)
+    from .jvm import LOCAL_FS, local_fs_jar_for
+
+    local_fs = None if submitted else local_fs_jar_for(settings)
     if local_fs is not None:
         # on the driver JVM's own class path (Hadoop finds the class there from any
         # thread), whatever the master, so the class archive is the same for all; used
         # only where that JVM is the only one (local masters: executors elsewhere lack it)
         b = b.config("spark.driver.extraClassPath", local_fs)
         if (master or settings.spark_master).startswith("local"):
-            from .jvm import LOCAL_FS
-
             b = b.config("spark.hadoop.fs.file.impl", LOCAL_FS)
     if settings.spark_packages:
         b = b.config("spark.jars.packages", settings.spark_packages)

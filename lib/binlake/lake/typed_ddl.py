@@ -136,7 +136,8 @@ def read_watermark(spark: Any, settings: Settings, mirror: str,
 
     # (a Java map: two lookups, no statement)
     props = state.properties if state is not None else java_table(spark, mirror).properties()
-    raw = props.get(watermark_key(spark, settings)) or props.get(WATERMARK + settings.source)
+    branch_key, main_key = watermark_keys(spark, settings)
+    raw = props.get(branch_key) or props.get(main_key)
     if not raw:
         return None
     s, p, i = (int(x) for x in raw.split(","))

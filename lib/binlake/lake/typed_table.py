@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
-from .commit import fork_branch, java_table, refresh_table
+from .commit import fork_branch, java_table, refresh_table, set_properties
 from .spark import read_table
 from .tables import ROW_CHANGES, delete_where
 from .typed_ddl import (
@@ -362,10 +362,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     rep["mirror_rows"] = int(n or 0)
     if props and not marked:
         # (Iceberg's own property update: about half an ALTER TABLE statement's time)
-        update = java_table(spark, mirror).updateProperties()
-        for k, v in props.items():
-            update.set(k, v)
-        update.commit()
+        set_properties(java_table(spark, mirror), props)
         refresh_table(spark, mirror)
         step("watermark")
     return replayed
