@@ -68,6 +68,8 @@ STUB_JOB = textwrap.dedent("""
         "executor_saw_driver_env": got["env"] == driver,
         "executor_read_bytes": got["size"],
         "endpoint": driver["BINLAKE_S3_ENDPOINT_URL"], "region": driver["AWS_REGION"],
+        "local_fs": spark._jvm.org.apache.hadoop.fs.FileSystem.getLocal(
+            sc._jsc.hadoopConfiguration()).getClass().getName(),
     }
     with open(os.environ["BINLAKE_TEST_OUT"], "w") as f:
         json.dump(out, f)
@@ -145,6 +147,12 @@ def test_load_gets_the_connections_credentials_and_never_logs_them(tmp_path: Pat
     assert run["tasks"] == {"plan": "success", "anything_to_load": "success",
                             "load": "success"}, (run, output[-5000:])
     seen = json.loads(result_file.read_text())
+    # the load's driver, on the connection's local master, has binlake's local file system
+    # (docs/lake.md, "Local files without a chmod per file") when a JDK could build it
+    from binlake.lake import jvm
+
+    local_fs = seen.pop("local_fs")
+    assert (local_fs == jvm.LOCAL_FS) == (jvm.local_fs_jar() is not None), local_fs
     assert seen == {"driver_has_all": True, "executor_env_conf": True,
                     "python_workers_env": True, "executor_saw_driver_env": True,
                     "executor_read_bytes": binlog.stat().st_size, "endpoint": endpoint,

@@ -40,6 +40,31 @@ def test_when_a_session_gets_it(tmp_path: Path) -> None:
         _settings(tmp_path, spark_local_fs="nfs")
 
 
+def test_spark_submit_conf_of_the_load(tmp_path: Path) -> None:
+    """The nightly load task's spark-submit (dags/binlake_nightly.py) gets it as a session
+    binlake starts would: on a local master with the driver here; not on a cluster master, in
+    cluster deploy mode, when the settings turn it off, or when the task's conf already sets
+    either key (tests/test_load_credentials.py checks a real spark-submit's driver)."""
+    from binlake.orchestrate import submit_local_fs_conf
+
+    if shutil.which("javac") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no JDK to build the jar")
+    base = {"spark.ui.enabled": "false"}
+    got = submit_local_fs_conf(_settings(tmp_path), base, "local[2]", None)
+    assert got == {**base, "spark.driver.extraClassPath": jvm.local_fs_jar(),
+                   "spark.hadoop.fs.file.impl": jvm.LOCAL_FS}
+    assert base == {"spark.ui.enabled": "false"}  # (not changed in place)
+    assert submit_local_fs_conf(_settings(tmp_path), base, "local", "client") == got
+    for master, mode in (("spark://h:7077", None), ("yarn", "client"), ("local[2]", "cluster"),
+                         (None, None)):
+        assert submit_local_fs_conf(_settings(tmp_path), base, master, mode) == base
+    assert submit_local_fs_conf(_settings(tmp_path, spark_local_fs="hadoop"), base,
+                                "local[2]", None) == base
+    for key in ("spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"):
+        own = {**base, key: "/mine"}
+        assert submit_local_fs_conf(_settings(tmp_path), own, "local[2]", None) == own
+
+
 def test_no_jdk_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without javac (and no jar built yet) sessions simply go without: no error."""
     monkeypatch.setattr(jvm, "cache_dir", lambda: tmp_path / "cache")

@@ -386,6 +386,27 @@ def load_submit_args(settings: Settings, plan_: dict[str, Any]) -> dict[str, Any
             "jars": ",".join(jars_for(settings)), "spark_conf": conf, "spark_env": env}
 
 
+def submit_local_fs_conf(settings: Settings, conf: dict[str, str], master: str | None,
+                         deploy_mode: str | None) -> dict[str, str]:
+    """``conf`` (a ``spark-submit`` of the load's) with binlake's local file system
+    (docs/lake.md, "Local files without a chmod per file"): its jar on the driver's class
+    path and ``spark.hadoop.fs.file.impl``, when ``master`` is local and the driver runs
+    here (not ``deploy_mode`` cluster), as a session binlake starts itself would have it.
+    Call it where spark-submit runs: the jar is built into that machine's cache.  ``conf``
+    unchanged when the settings or ``conf`` turn it off (either key set), without a JDK, or
+    when the driver or its executors would not have the class."""
+    from ..lake.jvm import LOCAL_FS, local_fs_jar_for
+
+    own = {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
+    if (deploy_mode == "cluster" or not (master or "").startswith("local")
+            or own & conf.keys()):
+        return conf
+    jar = local_fs_jar_for(settings)
+    if jar is None:
+        return conf
+    return {**conf, "spark.driver.extraClassPath": jar, "spark.hadoop.fs.file.impl": LOCAL_FS}
+
+
 def load_summary_from_line(line: str) -> dict[str, Any] | None:
     """The load job's summary when ``line`` is it: ``jobs/load_binlogs.py`` prints
     ``LoadSummary.to_dict()`` as its last stdout line (one JSON object, long: every file,
