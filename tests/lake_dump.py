@@ -108,7 +108,8 @@ def unused_metadata_files(home: Path, before: float, namespace: str = "binlog",
     (``*.metadata.json``, ``*.avro``), last written before ``before`` (epoch seconds), that
     the table does not use: not its current version nor one of its metadata log, not the
     manifest list of a snapshot it keeps nor a manifest one lists (read with pyiceberg, apart
-    from the Spark metadata tables binlake uses).  (``before``: a run's own commits may leave
+    from the Spark metadata tables binlake uses); and any file under a directory beside the
+    tables' own that is no table's.  (``before``: a run's own commits may leave
     such a file, an attempt that lost a commit race, for the next run's sweep.)"""
     import os
 
@@ -116,6 +117,8 @@ def unused_metadata_files(home: Path, before: float, namespace: str = "binlog",
 
     cat = catalog(home, name)
     out = []
+    tables: set[str] = set()
+    parent = ""
     for ident in cat.list_tables(namespace):
         table = cat.load_table(ident)
         md = table.metadata
@@ -130,4 +133,13 @@ def unused_metadata_files(home: Path, before: float, namespace: str = "binlog",
                     if (f.endswith(".metadata.json") or f.endswith(".avro"))
                     and os.path.join(d, f) not in used
                     and os.path.getmtime(os.path.join(d, f)) < before]
+        tables.add(os.path.basename(fs_path(md.location).rstrip("/")))
+        parent = os.path.dirname(fs_path(md.location).rstrip("/"))
+    # and every file in a directory beside them that is no table's (a killed CREATE TABLE's
+    # first metadata.json: in no table at all)
+    for name in sorted(os.listdir(parent)) if parent else []:
+        if name not in tables and os.path.isdir(os.path.join(parent, name)):
+            for d, _, files in os.walk(os.path.join(parent, name)):
+                out += [os.path.join(d, f) for f in files
+                        if os.path.getmtime(os.path.join(d, f)) < before]
     return sorted(out)

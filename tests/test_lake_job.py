@@ -1944,3 +1944,59 @@ def test_driver_jvm_runs_with_the_configured_options(spark: Any) -> None:
         assert opt in args, args
     conf = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
     assert "-XX:TieredStopAtLevel=1" in conf
+
+
+# -- what a killed run left -----------------------------------------------------------------------
+
+
+def test_a_killed_runs_uncreated_table_is_swept(spark: Any, workload: Workload,
+                                                tmp_path_factory: pytest.TempPathFactory
+                                                ) -> None:
+    """A run killed while it created a table has written the table's first
+    ``00000-<uuid>.metadata.json`` into the table's directory and not registered it: the
+    catalog has no such table, so a sweep of the catalog's tables does not see the file, and
+    the next run's CREATE writes another beside it.  The next load removes the dead run's
+    files from such directories (tables loads write, in the namespace's location), and only
+    those: a file from before the dead run, and a directory named like no table loads
+    write, stay; with a lock per source (not SQLite's one per lake) a new file stays too,
+    since a live load of another source may be creating that table."""
+    import os
+    import uuid
+
+    from binlake.lake.job import after_killed
+    from binlake.lake.orphans import DeadRun, remove_orphans
+
+    settings = make_lake(spark, tmp_path_factory.mktemp("lakes"), "killed_create")
+    assert not load(spark, settings, workload.files[:1], "first").failed
+    ns = Path(settings.home_path) / "warehouse" / settings.namespace
+    assert (ns / "row_changes" / "metadata").is_dir()  # (where the catalog puts tables)
+    since = time.time() - 30
+
+    def left_by_dead_run(table: str, mtime: float) -> Path:
+        meta = ns / table / "metadata"
+        meta.mkdir(parents=True)
+        f = meta / f"00000-{uuid.uuid4()}.metadata.json"
+        f.write_text("{}")
+        crc = meta / f".{f.name}.crc"
+        crc.write_bytes(b"crc")
+        for p in (f, crc):
+            os.utime(p, (mtime, mtime))
+        return f
+
+    dead_file = left_by_dead_run("changelog__wl__dead_t", since + 10)
+    older = left_by_dead_run("changelog__wl__older_t", since - 3600)
+    foreign = left_by_dead_run("analyst_scratch", since + 10)
+    note = (f"pid 1 on host-a, run dead-run, source {settings.source}, since "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(since))}")
+    dead = DeadRun.parse(note)
+    assert dead is not None
+    # a lock per source: a new file may be a live load's, so it stays
+    assert remove_orphans(spark, settings, dead, time.time(), global_lock=False) == []
+    assert dead_file.exists()
+    findings = after_killed(spark, settings, "next-run", [note])
+    assert [f["kind"] for f in findings] == ["killed_run_cleaned"]
+    assert "1 file(s)" in findings[0]["message"], findings
+    assert not (ns / "changelog__wl__dead_t").exists()  # the directory, left empty, too
+    assert older.exists() and foreign.exists()
+    # the lake's own tables lost nothing
+    assert read_table(spark, settings, "files")

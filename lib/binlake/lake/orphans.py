@@ -21,6 +21,11 @@ again is a dead run's.  That load then lists the data directories of the tables 
   of that time only when older than :data:`ORPHAN_AGE`, when no live load can still be
   writing them.
 
+A run killed while it created a table may have written the table's first
+``metadata.json`` and not registered the table: that directory (in the namespace's
+location, named as a table loads write, the catalog without such a table) is no table's,
+and the same rules pick its files.
+
 Tables with no file of that time are not asked for their file lists: after a kill, the
 cost is one directory listing per table and two metadata queries per table the dead run
 wrote into.  A load that was not preceded by a killed one does none of this.
@@ -125,13 +130,78 @@ def remove_orphans(spark: Any, settings: Settings, dead: DeadRun, started: float
         return (global_lock or f"-{dead.run_id}-" in base_name
                 or now - mtime > ORPHAN_AGE)
 
-    for name in _loaded_tables(spark, settings):
+    tables = _loaded_tables(spark, settings)
+    for name in tables:
         removed += _delete_unreferenced(spark, settings, name, theirs, "a killed run's files")
         removed += _delete_unreferenced(spark, settings, name, theirs,
                                         "a killed run's metadata files", metadata=True)
+    removed += _delete_uncatalogued(spark, settings, tables, theirs)
     if removed:
         log.warning("removed %d file(s) that the killed run %s (source %s) had written "
                     "and not committed", len(removed), dead.run_id, dead.source)
+    return removed
+
+
+def _namespace_location(spark: Any, settings: Settings, tables: list[str]) -> str | None:
+    """Where the catalog puts the namespace's new tables: the parent of a table's location
+    (any of ``tables``), else the warehouse's ``<namespace>`` directory; None for a REST
+    catalog without tables (its server chooses locations)."""
+    from .commit import java_table
+
+    if tables:
+        location: str = java_table(spark, settings.table(tables[0])).location()
+        return location.rstrip("/").rsplit("/", 1)[0]
+    if settings.catalog_type == "rest":
+        return None
+    return settings.warehouse_resolved.rstrip("/") + "/" + settings.namespace
+
+
+def _delete_uncatalogued(spark: Any, settings: Settings, tables: list[str],
+                         chosen: Callable[[float, str], bool]) -> list[str]:
+    """Delete the files that ``chosen(mtime, base name)`` picks under the directories of
+    tables the catalog does not have (named as the tables loads write, in the namespace's
+    location): a run killed while it created a table has written the table's first
+    ``00000-<uuid>.metadata.json`` and not registered it, and the next run's CREATE writes
+    another beside it.  A directory left empty goes too.  Best effort, as
+    :func:`_delete_unreferenced`."""
+    import pyarrow.fs as pafs
+
+    from .sink import data_filesystem
+
+    location = _namespace_location(spark, settings, tables)
+    if location is None:
+        return []
+    try:
+        fs, base = data_filesystem(location, settings.s3_endpoint_url)
+        dirs = [i for i in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+                if i.type == pafs.FileType.Directory and i.base_name not in tables
+                and (i.base_name in DDL or LOADED_TABLES.match(i.base_name))]
+    except OSError as exc:
+        log.warning("cannot list %s for a killed run's new tables: %s", location, exc)
+        return []
+    removed = []
+    for d in dirs:
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(d.path, recursive=True))
+        except OSError as exc:
+            log.warning("cannot list %s for a killed run's new tables: %s", d.path, exc)
+            continue
+        files = [i for i in infos if i.type == pafs.FileType.File]
+        gone = 0
+        for info in files:
+            if info.mtime is None or not chosen(info.mtime.timestamp(), info.base_name):
+                continue
+            try:
+                fs.delete_file(info.path)
+            except OSError as exc:
+                log.warning("cannot delete %s: %s", info.path, exc)
+                continue
+            gone += 1
+            if not info.base_name.startswith("."):  # (not a checksum file)
+                removed.append(info.path)
+        if gone == len(files):
+            with contextlib.suppress(OSError):
+                fs.delete_dir(d.path)
     return removed
 
 
