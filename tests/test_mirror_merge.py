@@ -115,6 +115,14 @@ CHANGES = [
 ]
 
 
+def _java_list(iterable: Any) -> list[Any]:
+    """A Java iterable's items (by its iterator's hasNext, not Python's iteration)."""
+    it, out = iterable.iterator(), []
+    while it.hasNext():
+        out.append(it.next())
+    return out
+
+
 def test_driver_merge_matches_model_and_spark(lake: Any) -> None:
     from binlake.lake.mirror_merge import merge_on_driver
 
@@ -133,6 +141,23 @@ def test_driver_merge_matches_model_and_spark(lake: Any) -> None:
     assert snap["summary"]["added-position-deletes"] == "3"
     deletes = lake.spark.sql(f"SELECT content, record_count FROM {here}.delete_files").collect()
     assert [(r[0], r[1]) for r in deletes] == [(1, 3)]  # content 1: position deletes
+    # its column statistics (commit.parquet_size_and_metrics: the local footer) are
+    # Iceberg's own ParquetUtil.fileMetrics of the file
+    from binlake.lake.commit import java_table
+
+    ice = lake.spark._jvm.org.apache.iceberg
+    jt = java_table(lake.spark, here)
+    spec, io = jt.spec(), jt.io()
+    found = [t.deletes().get(i) for t in _java_list(jt.newScan().planFiles())
+             for i in range(t.deletes().size())]
+    assert len({f.location() for f in found}) == 1
+    dfile = found[0]
+    iceberg_s = ice.FileMetadata.deleteFileBuilder(spec).copy(dfile).withMetrics(
+        ice.parquet.ParquetUtil.fileMetrics(io.newInputFile(dfile.location()),
+                                            ice.MetricsConfig.forPositionDelete(jt))).build()
+    assert dfile.fileSizeInBytes() == io.newInputFile(dfile.location()).getLength()
+    to_json = ice.ContentFileParser.toJson
+    assert to_json(dfile, spec) == to_json(iceberg_s, spec)
 
     # the same delta again: nothing is newer, nothing is committed
     n = lake.spark.sql(f"SELECT count(*) FROM {here}.snapshots").collect()[0][0]

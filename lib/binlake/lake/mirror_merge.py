@@ -31,6 +31,7 @@ from .commit import (
     data_file_builder,
     java_table,
     operation_source,
+    parquet_size_and_metrics,
     remove_files,
     table_out,
 )
@@ -341,20 +342,19 @@ def _commit(spark: Any, jtable: Any, mirror: str, written: list[dict[str, Any]],
     table properties ``props`` set by the same commit."""
     ice = spark._jvm.org.apache.iceberg
     spec = jtable.spec()
-    io = jtable.io()
     source, txn = operation_source(spark, jtable, mirror, props)
     delta = source.newRowDelta()
     data_file = data_file_builder(spark, jtable)
     for w in written:
         delta.addRows(data_file(w))
+    if deletes:
+        delete_metrics = parquet_size_and_metrics(
+            spark, jtable.io(), ice.MetricsConfig.forPositionDelete(jtable))
     for d in deletes:
-        inp = io.newInputFile(d["path"])
+        size, metrics = delete_metrics(d["path"])
         delta.addDeletes(ice.FileMetadata.deleteFileBuilder(spec).ofPositionDeletes()
                          .withPath(d["path"]).withFormat(ice.FileFormat.PARQUET)
-                         .withFileSizeInBytes(inp.getLength())
-                         .withMetrics(ice.parquet.ParquetUtil.fileMetrics(
-                             inp, ice.MetricsConfig.forPositionDelete(jtable)))
-                         .build())
+                         .withFileSizeInBytes(size).withMetrics(metrics).build())
     if snap is not None:
         delta.validateFromSnapshot(snap.snapshotId())
     if referenced:

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..config import Settings
 from .branch import check_branch_name
-from .commit import has_branch, java_table
+from .commit import has_branch, in_this_thread, java_table
 from .tables import FILES
 from .typed_plan import WATERMARK
 
@@ -249,7 +249,7 @@ def _publish_table(spark: Any, settings: Settings, name: str, branch: str,
                 added[str(f.location())] = f
     if not any((*data, *deletes)):
         return "fast_forward"  # nothing written on the branch: main stays
-    delta = jtable.newRowDelta()
+    delta = in_this_thread(spark, jtable.newRowDelta())
     if fork is not None:
         delta = delta.validateFromSnapshot(fork)
     column = next((c for c in ("source", "_source") if jtable.schema().findField(c)), None)
