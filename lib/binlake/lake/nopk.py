@@ -25,8 +25,8 @@ from typing import Any
 from ..config import Settings
 from .commit import fork_branch
 from .spark import read_table
-from .tables import ROW_CHANGES, has_snapshots
-from .typed_ddl import _create, _evolve, _exists, read_watermark, watermark_key
+from .tables import ROW_CHANGES
+from .typed_ddl import _create, _evolve, look, read_watermark, watermark_key, watermark_keys
 from .typed_plan import INTERNAL, MIRROR_META, _after, lit, q, table_names
 from .typed_table import _convert
 from .typedconv import ORDER
@@ -64,17 +64,19 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
     plan = job.plan
     mirror = settings.table(table_names(job.db, job.tbl)[1])
     rep: dict[str, Any] = {"mirror": mirror, "copies_added": 0, "copies_removed": 0}
-    existed = _exists(spark, mirror)
+    # (the mirror read once from the catalog, as typed_table._prepare_table reads its own)
+    state = look(spark, mirror, watermark_keys(spark, settings))
+    existed = state.exists
     if not existed:
         _create(spark, mirror, list(plan.columns.items()), plan.comments, NOPK_META, None)
         job.rep["created"].append(mirror)
     else:
-        if DUP not in spark.table(mirror).columns:  # a mirror of the table when it had a key
+        if DUP not in {n for n, _ in state.columns}:  # a mirror of the table when it had a key
             rep["skipped"] = f"{mirror} has no {DUP} column (the table had a primary key)"
             return rep
-        _evolve(spark, mirror, plan.columns, plan.comments, NOPK_META)
-    filled = existed and has_snapshots(spark, mirror)
-    wm = read_watermark(spark, settings, mirror) if filled else None
+        _evolve(spark, mirror, plan.columns, plan.comments, NOPK_META, state)
+    filled = existed and state.written
+    wm = read_watermark(spark, settings, mirror, state) if filled else None
     src = lit(settings.source)
     scope = ("" if not filled or not job.seqs else
              f" AND order_seq IN ({', '.join(str(n) for n in job.seqs)})")
