@@ -85,12 +85,16 @@ def local_fs_jar(javac: str | None = None) -> str | None:
         return None
 
 
+# The Spark options that give a session binlake's local file system; a configuration that
+# sets either itself turns it off (its own win).
+LOCAL_FS_KEYS = frozenset({"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"})
+
+
 def local_fs_jar_for(settings: Settings) -> str | None:
     """:func:`local_fs_jar` when a session binlake starts is to have it: ``spark_local_fs``
     is ``nio`` and ``spark_conf`` sets neither the driver's class path nor
     ``fs.file.impl``."""
-    own = {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
-    if settings.spark_local_fs != "nio" or own & settings.spark_conf.keys():
+    if settings.spark_local_fs != "nio" or LOCAL_FS_KEYS & settings.spark_conf.keys():
         return None
     return local_fs_jar()
 

@@ -395,11 +395,10 @@ def submit_local_fs_conf(settings: Settings, conf: dict[str, str], master: str |
     Call it where spark-submit runs: the jar is built into that machine's cache.  ``conf``
     unchanged when the settings or ``conf`` turn it off (either key set), without a JDK, or
     when the driver or its executors would not have the class."""
-    from ..lake.jvm import LOCAL_FS, local_fs_jar_for
+    from ..lake.jvm import LOCAL_FS, LOCAL_FS_KEYS, local_fs_jar_for
 
-    own = {"spark.driver.extraClassPath", "spark.hadoop.fs.file.impl"}
     if (deploy_mode == "cluster" or not (master or "").startswith("local")
-            or own & conf.keys()):
+            or LOCAL_FS_KEYS & conf.keys()):
         return conf
     jar = local_fs_jar_for(settings)
     if jar is None:
