@@ -69,16 +69,16 @@ class LoadOperator(SparkSubmitOperator):
         from binlake.orchestrate import (
             load_summary_from_line,
             load_summary_text,
-            submit_local_fs_conf,
+            submit_local_conf,
             task_settings,
         )
 
         hook = self._hook = self._get_hook()  # a fresh one: a retry wraps no wrapper
         settings = task_settings(self.binlake_cfg) if self.binlake_cfg is not None else None
         if settings is not None:  # (built on this machine, where spark-submit runs)
-            hook._conf = submit_local_fs_conf(settings, hook._conf,
-                                              hook._connection.get("master"),
-                                              hook._connection.get("deploy_mode"))
+            hook._conf = submit_local_conf(settings, hook._conf,
+                                           hook._connection.get("master"),
+                                           hook._connection.get("deploy_mode"))
         secret_env = _aws_env(settings.airflow_s3_conn_id) if settings is not None else {}
         if secret_env:
             if hook._connection.get("deploy_mode") == "cluster":

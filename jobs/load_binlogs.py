@@ -40,6 +40,9 @@ def expand(sources: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    from binlake.lake.daemon import use_installed
+
+    use_installed()  # before PySpark's import: its compiled files, not Spark's archive
     from binlake.config import load_settings
     from binlake.lake.job import run_load
     from binlake.lake.spark import build_session

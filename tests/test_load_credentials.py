@@ -41,6 +41,11 @@ NAME = "mariadb-bin.000001"
 STUB_JOB = textwrap.dedent("""
     import json, os, sys
 
+    from binlake.lake.daemon import use_installed
+
+    use_installed()  # as jobs/load_binlogs.py, before PySpark's import
+    import pyspark
+
     from binlake.config import load_settings
     from binlake.lake.spark import build_session
 
@@ -56,7 +61,10 @@ STUB_JOB = textwrap.dedent("""
 
         loc = parse_location(uri)
         body = s3_client().get_object(Bucket=loc.bucket, Key=loc.key)["Body"].read()
-        yield {"env": {k: os.environ.get(k) for k in KEYS}, "size": len(body)}
+        import pyspark
+
+        yield {"env": {k: os.environ.get(k) for k in KEYS}, "size": len(body),
+               "zipped": ".zip" in pyspark.__file__}
 
     got = sc.parallelize([0], 1).mapPartitions(on_executor).collect()[0]
     driver = {k: os.environ.get(k) for k in KEYS}
@@ -68,6 +76,7 @@ STUB_JOB = textwrap.dedent("""
         "executor_saw_driver_env": got["env"] == driver,
         "executor_read_bytes": got["size"],
         "endpoint": driver["BINLAKE_S3_ENDPOINT_URL"], "region": driver["AWS_REGION"],
+        "pyspark_zipped": [".zip" in pyspark.__file__, got["zipped"]],
         "local_fs": spark._jvm.org.apache.hadoop.fs.FileSystem.getLocal(
             sc._jsc.hadoopConfiguration()).getClass().getName(),
     }
@@ -156,7 +165,10 @@ def test_load_gets_the_connections_credentials_and_never_logs_them(tmp_path: Pat
     assert seen == {"driver_has_all": True, "executor_env_conf": True,
                     "python_workers_env": True, "executor_saw_driver_env": True,
                     "executor_read_bytes": binlog.stat().st_size, "endpoint": endpoint,
-                    "region": REGION}
+                    "region": REGION,
+                    # PySpark from the installed package's compiled files, not Spark's
+                    # archive, in the driver and its worker (lake/daemon.py)
+                    "pyspark_zipped": [False, False]}
     # never logged, nor in the rendered fields
     assert ACCESS_KEY not in output and SECRET_KEY not in output
     cmd = [x for x in output.splitlines() if "Spark-Submit cmd" in x]

@@ -296,6 +296,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_parent=_warm_after_fork)
 
 
+def local_worker_conf(master: str | None, conf: dict[str, str]) -> dict[str, str]:
+    """The Python daemon of binlake's local sessions (lake/daemon.py: PySpark imported from
+    its installed, compiled files rather than compiled again from Spark's archive in every
+    worker), when ``master`` is local and ``conf`` names no daemon module of its own.  Not
+    for other masters: there the daemon starts before ``--py-files`` reach the worker's
+    path, so binlake may not be importable by it."""
+    from .daemon import DAEMON_CONF, DAEMON_MODULE
+
+    if not (master or "").startswith("local") or DAEMON_CONF in conf:
+        return {}
+    return {DAEMON_CONF: DAEMON_MODULE}
+
+
 def build_session(settings: Settings, *, app_name: str = "binlake",
                   master: str | None = None, warm: tuple[str, ...] = WARM_MODULES) -> Any:
     """A SparkSession (created or reused) with the Iceberg extensions and catalog.  While
@@ -346,6 +359,9 @@ def build_session(settings: Settings, *, app_name: str = "binlake",
         b = b.config("spark.driver.extraClassPath", local_fs)
         if (master or settings.spark_master).startswith("local"):
             b = b.config("spark.hadoop.fs.file.impl", LOCAL_FS)
+    for k, v in local_worker_conf(None if submitted else (master or settings.spark_master),
+                                  settings.spark_conf).items():
+        b = b.config(k, v)
     if settings.spark_packages:
         b = b.config("spark.jars.packages", settings.spark_packages)
     jni = next((d for d in SQLITE_JNI_DIRS if os.path.isdir(d)), None)

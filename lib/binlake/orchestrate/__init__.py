@@ -406,6 +406,17 @@ def submit_local_fs_conf(settings: Settings, conf: dict[str, str], master: str |
     return {**conf, "spark.driver.extraClassPath": jar, "spark.hadoop.fs.file.impl": LOCAL_FS}
 
 
+def submit_local_conf(settings: Settings, conf: dict[str, str], master: str | None,
+                      deploy_mode: str | None) -> dict[str, str]:
+    """``conf`` (a ``spark-submit`` of the load's) as a local session binlake starts itself
+    has it: :func:`submit_local_fs_conf`, and the Python daemon of
+    :func:`binlake.lake.spark.local_worker_conf` when the master is local."""
+    from ..lake.spark import local_worker_conf
+
+    conf = submit_local_fs_conf(settings, conf, master, deploy_mode)
+    return {**conf, **local_worker_conf(master, conf)}
+
+
 def load_summary_from_line(line: str) -> dict[str, Any] | None:
     """The load job's summary when ``line`` is it: ``jobs/load_binlogs.py`` prints
     ``LoadSummary.to_dict()`` as its last stdout line (one JSON object, long: every file,
