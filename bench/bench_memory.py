@@ -85,7 +85,8 @@ def load_peak(binlake: str, source: Path, home: Path) -> dict[str, float]:
     if p.returncode != 0:
         sys.exit(f"bench: binlake load failed ({p.returncode}): {err[-2000:]!r}")
     workers = [kb for kb, cmd in peaks.values()
-               if "pyspark.daemon" in cmd or "pyspark/worker" in cmd]
+               if "pyspark.daemon" in cmd or "pyspark/worker" in cmd
+               or "binlake.lake.daemon" in cmd]
     jvm = [kb for kb, cmd in peaks.values() if "java" in cmd.split(" ", 1)[0]]
     return {"load_s": round(time.time() - t0, 1),
             "worker_peak_mb": round(max(workers, default=0) / 1024),
