@@ -48,6 +48,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -325,10 +326,15 @@ def main() -> int:
                      "--base64-output=decode-rows", str(f)]) for f in files)
     out.update(reference_s=round(ref, 2), reference_mb_s=round(mb / ref, 1))
     print(f"reference  mariadb-binlog -v         {ref:7.1f} s  {mb / ref:6.1f} MB/s", flush=True)
-    dec = sum(timed([*pin, binlake, "-q", "decode", "--rows", str(f)]) for f in files)
+    def decode_rows() -> float:
+        """``decode --rows`` of each file, one process per file pinned to one core."""
+        dt = sum(timed([*pin, binlake, "-q", "decode", "--rows", str(f)]) for f in files)
+        print(f"decode     binlake decode --rows     {dt:7.1f} s  {mb / dt:6.1f} MB/s (1 core)",
+              flush=True)
+        return dt
+
+    dec = decode_rows()
     out.update(decode_rows_1core_s=round(dec, 2), decode_rows_1core_mb_s=round(mb / dec, 1))
-    print(f"decode     binlake decode --rows     {dec:7.1f} s  {mb / dec:6.1f} MB/s (1 core)",
-          flush=True)
     # the same in one process for all the files: without a process start and imports per
     # file (0.3 s each: 7% of the xl corpus's figure, most of that of 200 binlogs of 1 MB);
     # printed beside the ratio, which keeps the per-file figure of every earlier run
@@ -346,12 +352,7 @@ def main() -> int:
         for r in range(max(1, args.rounds) if cores == 2 else 1):
             if r:
                 print(f"-- round {r + 1} of the rate", flush=True)
-                dec_r = sum(timed([*pin, binlake, "-q", "decode", "--rows", str(f)])
-                            for f in files)
-                print(f"decode     binlake decode --rows     {dec_r:7.1f} s  "
-                      f"{mb / dec_r:6.1f} MB/s (1 core)", flush=True)
-            else:
-                dec_r = dec
+            dec_r = decode_rows() if r else dec
             home = Path(tempfile.mkdtemp(prefix=f"binlake-bench-lake-{cores}-"))
             label = f"job_{cores}core" + (f"_r{r + 1}" if r else "")
             times.append(load(label, home, [str(lake_input(home, files))], cores))
@@ -359,7 +360,7 @@ def main() -> int:
             if cores == 2:
                 rounds.append({"decode_s": round(dec_r, 2), "load_s": round(times[-1], 1),
                                "ratio": round(dec_r / times[-1], 3)})
-        results[cores] = sorted(times)[len(times) // 2]  # the median (the one, for one)
+        results[cores] = statistics.median(times)  # (the one, for one round)
         out[f"job_{cores}core_s"] = round(results[cores], 1)
         out[f"job_{cores}core_mb_s"] = round(mb / results[cores], 1)
     if rounds:
@@ -426,10 +427,8 @@ def main() -> int:
     if 2 in results:
         # each round's rate against the decode measured right before it; with several
         # rounds, their median
-        ratios = sorted(r["ratio"] for r in rounds)
-        out["job_2core_vs_decode_1core"] = (ratios[len(ratios) // 2] if len(ratios) % 2 else
-                                            round(sum(ratios[len(ratios) // 2 - 1:
-                                                             len(ratios) // 2 + 1]) / 2, 3))
+        out["job_2core_vs_decode_1core"] = round(
+            statistics.median(r["ratio"] for r in rounds), 3)
         checks["rate"] = out["job_2core_vs_decode_1core"] >= 0.5
     if 1 in results and 2 in results:
         out["speedup_1_to_2"] = round(results[1] / results[2], 2)

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "lib"))
 
-from bench_lake import descendants  # noqa: E402  (the process tree: one walk of /proc)
+from bench_lake import descendants, kind_of  # noqa: E402  (the process tree, its kinds)
 from binlake_dev.mariadb import MariaDBServer, free_port  # noqa: E402
 
 
@@ -84,9 +84,7 @@ def load_peak(binlake: str, source: Path, home: Path) -> dict[str, float]:
     th.join()
     if p.returncode != 0:
         sys.exit(f"bench: binlake load failed ({p.returncode}): {err[-2000:]!r}")
-    workers = [kb for kb, cmd in peaks.values()
-               if "pyspark.daemon" in cmd or "pyspark/worker" in cmd
-               or "binlake.lake.daemon" in cmd]
+    workers = [kb for kb, cmd in peaks.values() if kind_of(cmd) == "worker"]
     jvm = [kb for kb, cmd in peaks.values() if "java" in cmd.split(" ", 1)[0]]
     return {"load_s": round(time.time() - t0, 1),
             "worker_peak_mb": round(max(workers, default=0) / 1024),
