@@ -124,29 +124,32 @@ def decode_range(task: RangeTask, flush: Callable[[list[tuple[str, Any]]],
     error: BinlogError | None = None
 
     # XAs decided in the range (when writing: with a flush): the PREPARE records held by
-    # XID; the decided XAs' records go with the others, and their decisions, as the
-    # driver's resolutions give them, into one XA_LOCAL record at the end
-    held: dict[tuple[Any, ...], dict[str, Any]] = {}
+    # XID, with the prepared XA (decide_records takes it instead of reading the record's
+    # state back; nothing changes it after the builder gives it); the decided XAs' records
+    # go with the others, and their decisions, as the driver's resolutions give them, into
+    # one XA_LOCAL record at the end
+    held: dict[tuple[Any, ...], tuple[dict[str, Any], Transaction | None]] = {}
     decisions: list[dict[str, Any]] = []
     local_xa = local_xa and flush is not None
 
     def decide_here(item: Transaction | XaMarker) -> None:
         if isinstance(item, XaMarker):
             x = item.xid
-            prep = held.pop((x.format_id, x.gtrid, x.bqual), None)
-            if prep is None:
+            got = held.pop((x.format_id, x.gtrid, x.bqual), None)
+            if got is None:
                 return
+            prep, prepared = got
             res = {"commit": item.commit, "part": item.part.to_dict(),
                    "end_event": item.end_event}
             key = (prep["prepare_file"], prep["prepare_pos"])
-            out.extend(decide_records(prep, {key: res}))
+            out.extend(decide_records(prep, {key: res}, prepared))
             decisions.append({"prepare_file": key[0], "prepare_pos": key[1], **res})
         elif item.status == XA_PREPARED and item.xa_xid is not None:
             x = item.xa_xid
             xid = (x.format_id, x.gtrid, x.bqual)
             held.pop(xid, None)  # (prepared again: the newer one is what a COMMIT decides)
             if len(item.changes) <= LOCAL_XA_ROWS and out and out[-1][0] == XA_PREPARE:
-                held[xid] = out[-1][1]
+                held[xid] = (out[-1][1], item)
 
     def flush_out() -> None:
         if out and flush is not None:

@@ -13,10 +13,10 @@ from typing import Any
 from ..config import Settings
 from ..txn.build import assign_order
 from ..txn.files import BinlogFile
-from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part
-from ..txn.spill import undo_changes
-from ..txn.xa import load_pending
-from .records import CHANGE, TXN, change_record, txn_record
+from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, Part, Transaction
+from ..txn.spill import SpilledChanges, undo_changes
+from ..txn.xa import detached, load_pending
+from .records import CHANGE, TXN, _commit_us, _inline, change_tuple, txn_record
 from .sink import DataSink
 from .spark import read_table
 from .tables import (
@@ -26,7 +26,7 @@ from .tables import (
     XA_PREPARES,
     _q,
 )
-from .transport import _CHANGE_NAMES, wide_batches
+from .transport import wide_batches
 
 
 def _read_pending(spark: Any, settings: Settings) -> list[dict[str, Any]]:
@@ -225,20 +225,25 @@ def decide_xa_arrow(batches: Any, sink: DataSink) -> Any:
         yield from wide_batches(sink.write_records(f"{tag}-{n}", "", records))
 
 
-def decide_records(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]]
-                   ) -> Iterator[tuple[str, Any]]:
+def decide_records(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict[str, Any]],
+                   prepared: Transaction | None = None) -> Iterator[tuple[str, Any]]:
     """A prepare group decided in this run: its transaction and (if committed) its rows at
     the COMMIT's order position (runs on an executor: the decide task, or the decode task
     whose range holds both, see extract.decode_range), as the data sink takes them (a
     change as a tuple in CHANGE_FIELDS order).  ``prep``: its XA_PREPARE record (``state``,
     ``pks``); ``resolutions``: by (prepare file, position), ``commit``, ``part`` and
-    ``end_event`` of the decision."""
+    ``end_event`` of the decision.  ``prepared``: the prepared XA itself, where the caller
+    still holds it (the decode task): taken instead of reading ``state`` back
+    (:func:`binlake.txn.xa.detached`, the same records)."""
     import orjson
 
     res = resolutions.get((prep["prepare_file"], prep["prepare_pos"]))
     if res is None:
         return
-    (txn,) = load_pending(prep["state"])
+    if prepared is not None and not isinstance(prepared.changes, SpilledChanges):
+        txn = detached(prepared)
+    else:
+        (txn,) = load_pending(prep["state"])
     txn.prepare = txn.part
     txn.part = Part.from_dict(res["part"])
     txn.end_event = res["end_event"]
@@ -250,10 +255,11 @@ def decide_records(prep: dict[str, Any], resolutions: dict[tuple[str, int], dict
     assign_order(txn)
     yield TXN, txn_record(txn)
     pks = orjson.loads(prep.get("pks") or "{}")
+    gtid, txn_id, commit_us = txn.gtid, txn.id, _commit_us(txn)
     for c in txn.changes:
         if c.applied:
-            rec = change_record(txn, c, pks.get(f"{c.db}.{c.table}"))
-            yield CHANGE, tuple(rec[n] for n in _CHANGE_NAMES)
+            yield CHANGE, change_tuple(c, gtid, txn_id, commit_us, pks.get(f"{c.db}.{c.table}"),
+                                       _inline(c.statement))
 
 
 def _refresh_pending(spark: Any, settings: Settings, run_id: str) -> list[dict[str, Any]]:

@@ -12,6 +12,10 @@ import json
 import re
 from typing import Any
 
+import orjson
+
+from ..binlog.json_binary import JsonNumberText
+from ..binlog.render import _default as _render_default
 from . import findings as F
 from .findings import Finding
 from .model import (
@@ -144,16 +148,45 @@ class XaTracker:
 
 
 def dump_pending(pending: list[Transaction]) -> str:
-    """JSON text of the still-prepared XAs (with their row changes): the next run's input."""
-    return json.dumps({"version": 1, "pending": [_to_state(t) for t in pending]},
-                      ensure_ascii=False, separators=(",", ":"))
+    """JSON text of the still-prepared XAs (with their row changes): the next run's input.
+
+    Version 2: the row images are written as the decoder's JSON renders them
+    (:mod:`binlake.binlog.render`), so a DECIMAL inside a MySQL JSON document stays a bare
+    number with its digits, and :func:`load_pending` keeps every number with a fraction or
+    an exponent as written: the decided XA's rows render as they would have without the
+    state.  (Version 1, ``json.dumps``, wrote such a DECIMAL as a string.)"""
+    return orjson.dumps({"version": 2, "pending": [_to_state(t) for t in pending]},
+                        _render_default, orjson.OPT_PASSTHROUGH_SUBCLASS).decode()
 
 
 def load_pending(text: str) -> list[Transaction]:
-    data = json.loads(text) if text.strip() else {"pending": []}
-    if data.get("version", 1) != 1:
-        raise ValueError(f"unsupported pending-XA state version {data.get('version')!r}")
+    if not text.strip():
+        return []
+    # numbers with a fraction or exponent as their text (rendered back bare, digits kept)
+    data = json.loads(text, parse_float=JsonNumberText)
+    version = data.get("version", 1)
+    if version == 1:  # written with json.dumps: its floats are Python's repr of floats
+        data = json.loads(text)
+    elif version != 2:
+        raise ValueError(f"unsupported pending-XA state version {version!r}")
     return [_from_state(d) for d in data.get("pending", [])]
+
+
+def detached(t: Transaction) -> Transaction:
+    """A prepared XA ``t`` as :func:`load_pending` gives back what :func:`dump_pending` made
+    of it, without the JSON: a new Transaction and new RowChanges (their row images shared:
+    nothing changes them), so that deciding it leaves ``t`` as it was.  The images render
+    as the state's do (a float's text, a JSON DECIMAL's digits)."""
+    changes = [RowChange(c.db, c.table, c.op, c.before, c.after, c.file, c.pos, c.row,
+                         c.statement, c.applied, c.order, c.transactional, c.statement_pos,
+                         c.payload_index, c.statement_payload_index) for c in t.changes]
+    p = t.part
+    out = Transaction(XA, XA_PREPARED, Part(p.file, p.seq, p.begin_pos, p.end_pos, p.gtid,
+                                            p.timestamp, p.commit_ts_us),
+                      None, t.end_event, None, t.xa_xid, False, changes, list(t.statements),
+                      bool(t.nontransactional), t.server_id)
+    out.statement_context = list(t.statement_context)
+    return out
 
 
 def _to_state(t: Transaction) -> dict[str, Any]:
