@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -752,6 +754,82 @@ def test_tables_created_by_a_killed_run_are_built_whole(
     for table in MIRRORED:
         if f"mirror__wl__{table}" in got:
             _mirror_vs_server(spark, settings, world, table)
+
+
+# ``binlake load`` in a process group of its own, SIGKILLed whole (driver, JVM, Python
+# workers) by the driver when it reaches ``module.function``
+_KILLED_AT = """
+import importlib, os, signal, sys
+module, name = sys.argv[1].rsplit(".", 1)
+def die(*a, **k):
+    os.killpg(0, signal.SIGKILL)
+setattr(importlib.import_module(module), name, die)
+from binlake.cli import main
+sys.exit(main(["load", "--master", "local[2]", *sys.argv[2:]]))
+"""
+
+
+def _cli_load(settings: Any, files: list[str], kill_at: str | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    """``binlake load FILES`` into ``settings``' lake in a process of its own; with
+    ``kill_at``, SIGKILLed at that function (see _KILLED_AT)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BINLAKE_")}
+    env.update(BINLAKE_HOME=str(settings.home), BINLAKE_CATALOG_NAME=settings.catalog_name)
+    args = ([sys.executable, "-c", _KILLED_AT, kill_at] if kill_at else
+            [sys.executable, "-m", "binlake.cli", "load", "--master", "local[2]"])
+    return subprocess.run([*args, *files], env=env, capture_output=True, text=True,
+                          timeout=600, check=False, start_new_session=True)
+
+
+def _fresh_typed_tables(spark: Any, settings: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """:func:`_typed_tables` after another process wrote the lake (cached tables dropped)."""
+    from binlake.lake.commit import refresh_table
+
+    for r in spark.sql(f"SHOW TABLES IN {settings.catalog_name}.{settings.namespace}"
+                       ).collect():
+        refresh_table(spark, settings.table(r.tableName))
+    return _typed_tables(spark, settings)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_alter_replayed_once_after_a_load_killed_around_the_replay(
+        spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
+    """File 2 ALTERs ``evo`` (b retyped to a new column, c added, a and d widened, a column
+    dropped) and then changes some of its rows; the others keep file 1's values, which the
+    load rewrites after the typed step (alters.apply_alters).  Lakes take file 1, then file
+    2: one cleanly; in the others, the ``binlake load`` of file 2 is SIGKILLed (1) right
+    after the typed step: the mirrors' rows and watermarks committed (past the ALTER), the
+    ALTER not replayed; (2) right after the replay's UPDATE committed, before its marker.
+    File 2 is loaded again: (1) must still replay the ALTER, (2) must not replay it a second
+    time (that would move the NULLs the first replay left): the same typed tables as the
+    clean lake."""
+    files = world["files"]
+    ref = _new_lake(tmp_path_factory, "typed-lake-alter-ref", "typed_ar")
+    _load(spark, ref, files[:1], [])
+    _load(spark, ref, files[1:2], [])
+    want = _typed_tables(spark, ref)
+    # the premise: a row of file 1 that file 2 does not change holds the retyped b in b__v2
+    old_rows = spark.sql(f"SELECT id, `b__v2`, b, gone FROM {ref.table('mirror__wl__evo')} "
+                         "WHERE id = 3").collect()
+    assert [tuple(r) for r in old_rows] == [(3, 3, None, None)], old_rows
+
+    points = ["binlake.lake.land.apply_alters", "binlake.lake.alters._mark_replayed"]
+    for n, point in enumerate(points):
+        settings = _new_lake(tmp_path_factory, f"typed-lake-alter-kill{n}", f"typed_ak{n}")
+        _load(spark, settings, files[:1], [])
+        died = _cli_load(settings, files[1:2], kill_at=point)
+        assert died.returncode == -9, (point, died.returncode, died.stderr[-2000:])
+        mirror = settings.table("mirror__wl__evo")
+        from binlake.lake.commit import refresh_table
+
+        refresh_table(spark, mirror)
+        # where it died: the watermark past the ALTER; (2) the replay's UPDATE committed
+        left = spark.sql(f"SELECT `b__v2`, b FROM {mirror} WHERE id = 3").collect()
+        assert [tuple(r) for r in left] == [[(None, "3")], [(3, None)]][n], (point, left)
+        again = _cli_load(settings, files[1:2])
+        assert again.returncode == 0, (point, again.stderr[-2000:])
+        assert _fresh_typed_tables(spark, settings) == want, point
 
 
 @pytest.mark.integration

@@ -17,10 +17,21 @@ columns the load's layouts map them to:
 * the typed columns the table no longer fills (a dropped column's, and the old column of a
   renamed or retyped one) become NULL, as in the rows a later change writes.
 
-Applied to the ALTERs after the mirror's watermark of before the run (a rerun after the
-watermark moved past them does not apply them again; applying one twice gives the same
-rows), once a layout after the ALTER is known (the typed columns it maps to).  Only for
-mirrors with a primary key.
+Applied once a layout after the ALTER is known (the typed columns it maps to), to the
+ALTERs after the mirror's ``binlake.altered.<source>`` property: every ALTER at or before
+that position has been replayed on the mirror (:func:`altered_through`).  Only for mirrors
+with a primary key.
+
+A replay is not idempotent (a retyped column's value moves to its new typed column and the
+old one becomes NULL: a second replay would move the NULL), and the load may be killed at
+any point, so every replay is fenced by two property commits: before its UPDATE, the
+mirror's ``binlake.replaying.<source>`` names the ALTER and the snapshot the UPDATE starts
+from; after it, ``binlake.altered.<source>`` moves to the ALTER (and ``replaying`` goes) in
+one commit.  A rerun that finds ``replaying`` tells from the mirror's snapshots whether the
+UPDATE committed (:func:`_replay_committed`).  The property is set before the typed step
+commits the mirror's rows and watermark (:func:`fence_pending`), so a run killed between
+those commits and its replays replays them when it runs again (the watermark, past the
+ALTERs by then, does not decide it).
 """
 
 from __future__ import annotations
@@ -30,8 +41,8 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import SchemaColumn, SchemaHistory, Version
-from .typed_ddl import _exists
-from .typed_plan import lit, older_than, q, table_names
+from .typed_ddl import TableState, _exists, watermark_key, watermark_keys
+from .typed_plan import ALTERED, REPLAYING, lit, older_than, q, table_names
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _STRING = re.compile(r"^'(?:[^'\\]|\\.|'')*'$", re.S)
@@ -134,16 +145,17 @@ def _time(c: SchemaColumn, text: str) -> str | None:
 
 def alter_steps(history: SchemaHistory, job: Any) -> list[tuple[tuple[int, int], dict[str, str]]]:
     """The ALTERs of a run's table to replay on its mirror: (statement position, typed column
-    -> SQL expression), in order; those at or before the mirror's watermark of before the
-    run are done already."""
+    -> SQL expression), in order; those at or before ``job.altered_through``
+    (:func:`altered_through`) are done already."""
     if job.plan is None or not job.pk_slots or not job.named:
         return []
     versions = history.versions.get((job.db.lower(), job.tbl.lower()), [])
+    done = job.altered_through
     steps = []
     for i, v in enumerate(versions):
         if v.change != "alter" or v.columns is None or i == 0:
             continue
-        if job.wm is not None and (v.start[0], v.start[1]) <= (job.wm[0], job.wm[1]):
+        if done is not None and (v.start[0], v.start[1]) <= done:
             continue
         prev = versions[i - 1]
         if prev.columns is None or not prev.exists:
@@ -175,13 +187,123 @@ def apply_alters(spark: Any, settings: Settings, jobs: list[Any]) -> dict[str, A
 
 def replay_alter(spark: Any, settings: Settings, mirror: str, pos: tuple[int, int],
                  sets: dict[str, str]) -> dict[str, Any] | None:
-    """One ALTER's rewrite of the mirror's rows older than the statement at ``pos``."""
+    """One ALTER's rewrite of the mirror's rows older than the statement at ``pos``, fenced
+    by the mirror's ``replaying`` and ``altered`` properties (see the module doc)."""
+    from .commit import java_table, refresh_table
+
     if not _exists(spark, mirror):
         return None
+    branch = spark.conf.get("spark.wap.branch", None)
+    jtable = java_table(spark, mirror)
+    head = _head(jtable, branch)
+    app = spark.sparkContext.applicationId
+    jtable.updateProperties().set(
+        watermark_key(spark, settings, REPLAYING),
+        f"{pos[0]},{pos[1]}@{head if head is not None else ''}@{app}").commit()
+    refresh_table(spark, mirror)
     assign = ", ".join(f"{q(k)} = {e}" for k, e in sets.items())
     spark.sql(f"UPDATE {mirror} SET {assign} WHERE _source = {lit(settings.source)} AND "
               f"{older_than(pos)}")
+    _mark_replayed(spark, settings, mirror, pos)
     return {"pos": f"{pos[0]},{pos[1]}", "set": sorted(sets)}
+
+
+def _mark_replayed(spark: Any, settings: Settings, mirror: str, pos: tuple[int, int]) -> None:
+    """After a replay's UPDATE: ``altered`` moves to its ALTER, ``replaying`` goes."""
+    from .commit import java_table, refresh_table
+
+    java_table(spark, mirror).updateProperties().set(
+        watermark_key(spark, settings, ALTERED), f"{pos[0]},{pos[1]}").remove(
+        watermark_key(spark, settings, REPLAYING)).commit()
+    refresh_table(spark, mirror)
+
+
+def marker_keys(spark: Any, settings: Settings) -> tuple[str, ...]:
+    """The mirror properties :func:`altered_through` reads (each on the current branch, and
+    main's): for :func:`binlake.lake.typed_ddl.look`."""
+    return (*watermark_keys(spark, settings, ALTERED),
+            *watermark_keys(spark, settings, REPLAYING))
+
+
+def _position(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    seq, pos = text.split(",")[:2]
+    return int(seq), int(pos)
+
+
+def altered_through(spark: Any, settings: Settings, mirror: str, state: TableState,
+                    wm: tuple[int, int, int] | None) -> tuple[int, int] | None:
+    """The position up to which every ALTER has been replayed on ``mirror`` (None: none
+    has been): its ``altered`` property (``state``: :func:`look` with :func:`marker_keys`);
+    past it, the ALTER a ``replaying`` property names (``seq,pos@snapshot@application``)
+    when that replay's UPDATE committed (a run killed between the UPDATE and the
+    ``altered`` commit).  A mirror that has
+    neither property was last written by a binlake that replayed every ALTER up to its
+    watermark ``wm`` before the run could end."""
+    props = state.properties
+
+    def read(prefix: str) -> str | None:
+        branch_key, main_key = watermark_keys(spark, settings, prefix)
+        return props.get(branch_key) or props.get(main_key)
+
+    done = _position(read(ALTERED))
+    replaying = read(REPLAYING)
+    if replaying:
+        at, snap, app = [*replaying.split("@"), "", ""][:3]
+        pos = _position(at)
+        if pos is not None and (done is None or pos > done) and _replay_committed(
+                spark, mirror, int(snap) if snap else None, app):
+            done = pos
+    if done is None and replaying is None and wm is not None:
+        done = (wm[0], wm[1])
+    return done
+
+
+def _head(jtable: Any, branch: str | None) -> int | None:
+    """The snapshot id a write to ``branch`` (None: main) starts from."""
+    snap = jtable.snapshot(branch) if branch else None
+    if snap is None:
+        snap = jtable.currentSnapshot()
+    return None if snap is None else int(snap.snapshotId())
+
+
+def _replay_committed(spark: Any, mirror: str, before: int | None, app: str) -> bool:
+    """Whether the replay whose UPDATE started from snapshot ``before`` (None: the mirror had
+    none) in Spark application ``app`` committed: a snapshot of that application after
+    ``before`` in the history of the head the load writes, not a compaction (``replace``).
+    Read before the run commits anything to the mirror."""
+    from .commit import java_table
+
+    jtable = java_table(spark, mirror)
+    sid = _head(jtable, spark.conf.get("spark.wap.branch", None))
+    while sid is not None and sid != before:
+        snap = jtable.snapshot(sid)
+        if snap is None:
+            break
+        if str(snap.operation()) != "replace" and snap.summary().get("spark.app.id") == app:
+            return True
+        parent = snap.parentId()
+        sid = None if parent is None else int(parent)
+    return False
+
+
+def fence_pending(spark: Any, settings: Settings, mirror: str, job: Any) -> None:
+    """Before the typed step commits ``job``'s mirror (its rows, its watermark past the
+    run's ALTERs): when the run has ALTERs to replay on it, the mirror's ``altered``
+    property says how far replays went (:func:`altered_through`), so that a run killed
+    before the replays does them when it runs again."""
+    if not job.alters or not _exists(spark, mirror):
+        return
+    from .commit import java_table, refresh_table
+
+    done = job.altered_through
+    jtable = java_table(spark, mirror)
+    jtable.updateProperties().set(
+        watermark_key(spark, settings, ALTERED),
+        f"{done[0]},{done[1]}" if done is not None else "0,0").remove(
+        watermark_key(spark, settings, REPLAYING)).commit()
+    refresh_table(spark, mirror)
 
 
 def _converted(old: SchemaColumn, src: str, to: str) -> str:

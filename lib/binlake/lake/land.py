@@ -34,7 +34,7 @@ from ..txn.model import XA_COMMITTED, XA_ROLLED_BACK, XaXid
 from ..txn.split import pack_tasks
 from . import extract as X
 from . import schemas as S
-from .alters import alter_steps, apply_alters
+from .alters import alter_steps, apply_alters, fence_pending
 from .commit import add_data_files, fork_branch, remove_files, table_out
 from .files import _file_rows, _record_files, _shape
 from .lifecycle import apply_lifecycle, last_points
@@ -442,6 +442,8 @@ def land(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
             if prepared.jobs:
                 for job in prepared.jobs:  # (replayed by the fill itself, or after it)
                     job.alters = alter_steps(run_history.history, job)
+                    if job.alters and job.rep.get("mirror"):
+                        fence_pending(spark, settings, job.rep["mirror"], job)
                 summary.typed = typed.fill(
                     spark, settings, prepared, resolved.typed_stats,
                     [w for w in to_add if w["table"] not in RECORD_TABLES],

@@ -45,7 +45,7 @@ from ..config import Settings
 from .branch import check_branch_name
 from .commit import has_branch, in_this_thread, java_table
 from .tables import FILES
-from .typed_plan import WATERMARK
+from .typed_plan import ALTERED, REPLAYING, WATERMARK
 
 log = logging.getLogger("binlake.lake")
 
@@ -57,9 +57,11 @@ def _tables(spark: Any, settings: Settings) -> list[str]:
 
 
 def _watermark_keys(keys: Iterable[str], branch: str) -> dict[str, str]:
-    """The branch's mirror watermark properties among ``keys``, each with main's key."""
+    """The branch's mirror watermark properties among ``keys`` (and the ALTER replays'
+    markers, alters.py), each with main's key."""
     suffix = f"@{branch}"
-    return {k: k[:-len(suffix)] for k in keys if k.startswith(WATERMARK) and k.endswith(suffix)}
+    return {k: k[:-len(suffix)] for k in keys
+            if k.startswith((WATERMARK, ALTERED, REPLAYING)) and k.endswith(suffix)}
 
 
 def _move_watermarks(jtable: Any, branch: str, keep: bool) -> None:

@@ -114,17 +114,19 @@ def _evolve(spark: Any, table: str, target: dict[str, str], comments: dict[str, 
     return done
 
 
-def watermark_key(spark: Any, settings: Settings) -> str:
+def watermark_key(spark: Any, settings: Settings, prefix: str = WATERMARK) -> str:
     """The mirror's watermark property: ``binlake.watermark.<source>`` on main; on a
     write-audit-publish branch ``...<source>@<branch>`` (table properties are not per branch:
-    publishing moves the branch's value to the main key)."""
+    publishing moves the branch's value to the main key).  ``prefix``: another of the
+    mirror's per-source properties, named the same way (``ALTERED``, ``REPLAYING``)."""
     branch = spark.conf.get("spark.wap.branch", None)
-    return WATERMARK + settings.source + (f"@{branch}" if branch else "")
+    return prefix + settings.source + (f"@{branch}" if branch else "")
 
 
-def watermark_keys(spark: Any, settings: Settings) -> tuple[str, str]:
+def watermark_keys(spark: Any, settings: Settings, prefix: str = WATERMARK
+                   ) -> tuple[str, str]:
     """The properties :func:`read_watermark` reads: the current branch's, main's."""
-    return watermark_key(spark, settings), WATERMARK + settings.source
+    return watermark_key(spark, settings, prefix), prefix + settings.source
 
 
 def read_watermark(spark: Any, settings: Settings, mirror: str,

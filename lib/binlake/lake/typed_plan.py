@@ -31,6 +31,12 @@ MIRROR_PREFIX = "mirror__"
 WATERMARK = "binlake.watermark."
 
 
+# a mirror's ALTER replays (alters.py): every ALTER at or before this position has been
+# replayed on its rows; and the replay under way (its position, and the snapshot before it)
+ALTERED = "binlake.altered."
+REPLAYING = "binlake.replaying."
+
+
 LAYOUTS_DDL = ("source STRING NOT NULL, db STRING NOT NULL, tbl STRING NOT NULL, "
                "seq INT NOT NULL, pos BIGINT NOT NULL, layout STRING, columns STRING, "
                "primary_key STRING, has_names BOOLEAN, run_id STRING")

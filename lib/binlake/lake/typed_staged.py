@@ -79,7 +79,8 @@ def _fill_fast(spark: Any, settings: Settings, job: _TableJob, spec: Any, ddl: s
                               props)
     job.altered = _fill(spark, settings, conv, cl, cl_delete, mirror, job.plan, job.pk_slots,
                         job.wm, job.rep, stats=total, write_changelog=write_changelog,
-                        mirror_new=job.mirror_new, fold=fold, alters=job.alters)
+                        mirror_new=job.mirror_new, fold=fold, alters=job.alters,
+                        altered=job.altered_through)
 
 
 # A staged delta this small is folded on the driver (no Spark job; the fold holds it in

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
+from .alters import altered_through, marker_keys
 from .commit import fork_branch, java_table, refresh_table, set_properties
 from .spark import read_table
 from .tables import ROW_CHANGES, delete_where
@@ -25,6 +26,7 @@ from .typed_ddl import (
 )
 from .typed_mirror import _merge_mirror
 from .typed_plan import (
+    ALTERED,
     CL_META,
     INTERNAL,
     MAX_POINTS,
@@ -66,6 +68,9 @@ class _TableJob:
     # itself between the run's changes (a partial-image delta: _fill), None when it did not
     alters: list[tuple[tuple[int, int], dict[str, str]]] = field(default_factory=list)
     altered: list[dict[str, Any]] | None = None
+    # every ALTER at or before this position has been replayed on the mirror (None: none;
+    # alters.altered_through)
+    altered_through: tuple[int, int] | None = None
 
 
 def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
@@ -85,7 +90,8 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
     # Schema: plan on the changelog, then bring the mirror to the same typed columns.  (Each
     # table read once from the catalog: a night may meet hundreds.)
     cl_state = look(spark, cl)
-    m_state = look(spark, mirror, watermark_keys(spark, settings))
+    m_state = look(spark, mirror, (*watermark_keys(spark, settings),
+                                   *marker_keys(spark, settings)))
     cl_exists = cl_state.exists
     mirror_existed = m_state.exists
     # created but never written (no snapshot: the typed tables are created before the files
@@ -124,7 +130,9 @@ def _prepare_table(spark: Any, settings: Settings, db: str, tbl: str,
     wm = read_watermark(spark, settings, mirror, m_state) if pk_slots and mirror_existed \
         else None
     return _TableJob(db, tbl, rep, layouts, named, plan, slots_of, pk_slots, full, wm, seqs,
-                     bool(pk_slots) and not mirror_filled, cl_new=not cl_filled)
+                     bool(pk_slots) and not mirror_filled, cl_new=not cl_filled,
+                     altered_through=altered_through(spark, settings, mirror, m_state, wm)
+                     if pk_slots and mirror_existed else None)
 
 
 def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
@@ -150,7 +158,8 @@ def _fill_table(spark: Any, settings: Settings, job: _TableJob) -> None:
         conv = conv.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             job.altered = _fill(spark, settings, conv, cl, cl_delete, mirror, plan, pk_slots,
-                                wm, rep, mirror_new=job.mirror_new, alters=job.alters)
+                                wm, rep, mirror_new=job.mirror_new, alters=job.alters,
+                                altered=job.altered_through)
         finally:
             conv.unpersist()
     finally:
@@ -264,8 +273,8 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
           plan: Plan, pk_slots: list[str], wm: tuple[int, int, int] | None,
           rep: dict[str, Any], stats: dict[str, Any] | None = None,
           write_changelog: Any = None, mirror_new: bool = False, fold: Any = None,
-          alters: list[tuple[tuple[int, int], dict[str, str]]] | None = None
-          ) -> list[dict[str, Any]] | None:
+          alters: list[tuple[tuple[int, int], dict[str, str]]] | None = None,
+          altered: tuple[int, int] | None = None) -> list[dict[str, Any]] | None:
     """Fill the changelog (its rows of the run's files replaced: ``cl_delete``) and MERGE the
     mirror.  Tables are filled in threads; their commits queue for the catalog's connection
     (one per JVM on SQLite: see :func:`binlake.lake.spark.jdbc_catalog_properties`).
@@ -280,7 +289,9 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     from the row before it, which must be rewritten by the ALTER first (a retyped column's
     value in its new typed column, an added column's default).  Then the delta is MERGEd in
     segments, the changes before each ALTER, that ALTER replayed, and so on; returns the
-    replays done (None: none here, the load's to do)."""
+    replays done (None: none here, the load's to do).  ``altered``: how far the mirror's
+    ALTER replays went before the run (alters.altered_through); with no ALTER to replay,
+    the watermark's commit moves it to the watermark."""
     from pyspark.sql import functions as F
 
     t0 = time.time()
@@ -340,9 +351,13 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
         ).collect()[0]
     else:
         n = stats["todo"]
-    # the watermark: set by the mirror's own commit where the fold's commit is ours
+    # the watermark: set by the mirror's own commit where the fold's commit is ours; with
+    # no ALTER to replay after it, every ALTER up to it is done (alters.py)
     props = ({watermark_key(spark, settings): f"{last[0]},{last[1]},{last[2]}"}
              if last is not None else None)
+    if props is not None and not alters:
+        through = max(altered or (0, 0), (int(last[0]), int(last[1])))
+        props[watermark_key(spark, settings, ALTERED)] = f"{through[0]},{through[1]}"
     marked = False
     if n and fold is not None:
         blocked = tuple(stats["blocked"]) if stats["blocked"] is not None else None
