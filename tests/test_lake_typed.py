@@ -791,10 +791,50 @@ def _fresh_typed_tables(spark: Any, settings: Any) -> dict[str, list[tuple[Any, 
     return _typed_tables(spark, settings)
 
 
+@pytest.fixture(scope="module")
+def two_files(spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Any, dict[str, list[tuple[Any, ...]]]]:
+    """A lake that took file 1, then file 2, cleanly; its typed tables."""
+    files = world["files"]
+    ref = _new_lake(tmp_path_factory, "typed-lake-two-files", "typed_2f")
+    _load(spark, ref, files[:1], [])
+    _load(spark, ref, files[1:2], [])
+    return ref, _typed_tables(spark, ref)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
+def test_nopk_mirror_applied_once_after_a_load_killed_around_its_write(
+        spark: Any, world: dict[str, Any], two_files: tuple[Any, Any],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """File 2 deletes, updates and inserts rows of ``nopk`` (no primary key: its mirror
+    counts copies per value).  The ``binlake load`` of file 2 is SIGKILLed (1) as it starts
+    the mirror's write; (2) right after the write committed, before the watermark moved past
+    it.  File 2 loaded again must apply the changes once: (2) not remove and add the copies
+    a second time.  The same typed tables as the clean lake's."""
+    files = world["files"]
+    _ref, want = two_files
+    mirror_name = f"mirror__{DB}__nopk"
+    for n, point in enumerate(["binlake.lake.nopk._apply", "binlake.lake.nopk._set_watermark"]):
+        settings = _new_lake(tmp_path_factory, f"typed-lake-nopk-kill{n}", f"typed_nk{n}")
+        _load(spark, settings, files[:1], [])
+        before = _fresh_typed_tables(spark, settings)[mirror_name]
+        died = _cli_load(settings, files[1:2], kill_at=point)
+        assert died.returncode == -9, (point, died.returncode, died.stderr[-2000:])
+        left = _fresh_typed_tables(spark, settings)[mirror_name]
+        # where it died: the mirror as file 1 left it; (2) file 2's copies written
+        assert (left == before) == (n == 0), (point, left)
+        assert (left == want[mirror_name]) == (n == 1), (point, left)
+        again = _cli_load(settings, files[1:2])
+        assert again.returncode == 0, (point, again.stderr[-2000:])
+        assert _fresh_typed_tables(spark, settings) == want, point
+
+
 @pytest.mark.integration
 @pytest.mark.spark
 def test_alter_replayed_once_after_a_load_killed_around_the_replay(
-        spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
+        spark: Any, world: dict[str, Any], two_files: tuple[Any, Any],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
     """File 2 ALTERs ``evo`` (b retyped to a new column, c added, a and d widened, a column
     dropped) and then changes some of its rows; the others keep file 1's values, which the
     load rewrites after the typed step (alters.apply_alters).  Lakes take file 1, then file
@@ -805,10 +845,7 @@ def test_alter_replayed_once_after_a_load_killed_around_the_replay(
     time (that would move the NULLs the first replay left): the same typed tables as the
     clean lake."""
     files = world["files"]
-    ref = _new_lake(tmp_path_factory, "typed-lake-alter-ref", "typed_ar")
-    _load(spark, ref, files[:1], [])
-    _load(spark, ref, files[1:2], [])
-    want = _typed_tables(spark, ref)
+    ref, want = two_files
     # the premise: a row of file 1 that file 2 does not change holds the retyped b in b__v2
     old_rows = spark.sql(f"SELECT id, `b__v2`, b, gone FROM {ref.table('mirror__wl__evo')} "
                          "WHERE id = 3").collect()

@@ -28,7 +28,7 @@ any point, so every replay is fenced by two property commits: before its UPDATE,
 mirror's ``binlake.replaying.<source>`` names the ALTER and the snapshot the UPDATE starts
 from; after it, ``binlake.altered.<source>`` moves to the ALTER (and ``replaying`` goes) in
 one commit.  A rerun that finds ``replaying`` tells from the mirror's snapshots whether the
-UPDATE committed (:func:`_replay_committed`).  The property is set before the typed step
+UPDATE committed (:func:`binlake.lake.commit.committed_since`).  The property is set before the typed step
 commits the mirror's rows and watermark (:func:`fence_pending`), so a run killed between
 those commits and its replays replays them when it runs again (the watermark, past the
 ALTERs by then, does not decide it).
@@ -41,6 +41,7 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import SchemaColumn, SchemaHistory, Version
+from .commit import committed_since, head_snapshot
 from .typed_ddl import TableState, _exists, watermark_key, watermark_keys
 from .typed_plan import ALTERED, REPLAYING, lit, older_than, q, table_names
 
@@ -193,9 +194,8 @@ def replay_alter(spark: Any, settings: Settings, mirror: str, pos: tuple[int, in
 
     if not _exists(spark, mirror):
         return None
-    branch = spark.conf.get("spark.wap.branch", None)
     jtable = java_table(spark, mirror)
-    head = _head(jtable, branch)
+    head = head_snapshot(spark, jtable)
     app = spark.sparkContext.applicationId
     jtable.updateProperties().set(
         watermark_key(spark, settings, REPLAYING),
@@ -238,7 +238,7 @@ def altered_through(spark: Any, settings: Settings, mirror: str, state: TableSta
     has been): its ``altered`` property (``state``: :func:`look` with :func:`marker_keys`);
     past it, the ALTER a ``replaying`` property names (``seq,pos@snapshot@application``)
     when that replay's UPDATE committed (a run killed between the UPDATE and the
-    ``altered`` commit).  A mirror that has
+    ``altered`` commit: :func:`binlake.lake.commit.committed_since`).  A mirror that has
     neither property was last written by a binlake that replayed every ALTER up to its
     watermark ``wm`` before the run could end."""
     props = state.properties
@@ -252,40 +252,14 @@ def altered_through(spark: Any, settings: Settings, mirror: str, state: TableSta
     if replaying:
         at, snap, app = [*replaying.split("@"), "", ""][:3]
         pos = _position(at)
-        if pos is not None and (done is None or pos > done) and _replay_committed(
+        if pos is not None and (done is None or pos > done) and committed_since(
                 spark, mirror, int(snap) if snap else None, app):
             done = pos
+            # (recorded now: the snapshots that tell it may be expired by a later run)
+            _mark_replayed(spark, settings, mirror, pos)
     if done is None and replaying is None and wm is not None:
         done = (wm[0], wm[1])
     return done
-
-
-def _head(jtable: Any, branch: str | None) -> int | None:
-    """The snapshot id a write to ``branch`` (None: main) starts from."""
-    snap = jtable.snapshot(branch) if branch else None
-    if snap is None:
-        snap = jtable.currentSnapshot()
-    return None if snap is None else int(snap.snapshotId())
-
-
-def _replay_committed(spark: Any, mirror: str, before: int | None, app: str) -> bool:
-    """Whether the replay whose UPDATE started from snapshot ``before`` (None: the mirror had
-    none) in Spark application ``app`` committed: a snapshot of that application after
-    ``before`` in the history of the head the load writes, not a compaction (``replace``).
-    Read before the run commits anything to the mirror."""
-    from .commit import java_table
-
-    jtable = java_table(spark, mirror)
-    sid = _head(jtable, spark.conf.get("spark.wap.branch", None))
-    while sid is not None and sid != before:
-        snap = jtable.snapshot(sid)
-        if snap is None:
-            break
-        if str(snap.operation()) != "replace" and snap.summary().get("spark.app.id") == app:
-            return True
-        parent = snap.parentId()
-        sid = None if parent is None else int(parent)
-    return False
 
 
 def fence_pending(spark: Any, settings: Settings, mirror: str, job: Any) -> None:

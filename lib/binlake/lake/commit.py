@@ -91,6 +91,36 @@ def has_branch(jtable: Any, branch: str) -> bool:
     return ref is not None and bool(ref.isBranch())
 
 
+def head_snapshot(spark: Any, jtable: Any) -> int | None:
+    """The snapshot id a write to Iceberg table ``jtable`` starts from: the head of the
+    write-audit-publish branch when one is set and the table has it, else main's."""
+    branch = spark.conf.get("spark.wap.branch", None)
+    snap = jtable.snapshot(branch) if branch else None
+    if snap is None:
+        snap = jtable.currentSnapshot()
+    return None if snap is None else int(snap.snapshotId())
+
+
+def committed_since(spark: Any, name: str, before: int | None, app: str) -> bool:
+    """Whether Spark application ``app`` committed a write to table ``name`` after snapshot
+    ``before`` (None: the table had none then): a snapshot of ``app`` (its summary's
+    ``spark.app.id``), not a compaction's (``replace``), after ``before`` in the history of
+    the head a write starts from (:func:`head_snapshot`).  How a rerun tells whether a
+    fenced, non-idempotent write of a killed run committed (alters.py, nopk.py): read it
+    before the rerun writes the table."""
+    jtable = java_table(spark, name)
+    sid = head_snapshot(spark, jtable)
+    while sid is not None and sid != before:
+        snap = jtable.snapshot(sid)
+        if snap is None:
+            break
+        if str(snap.operation()) != "replace" and snap.summary().get("spark.app.id") == app:
+            return True
+        parent = snap.parentId()
+        sid = None if parent is None else int(parent)
+    return False
+
+
 def fork_branch(spark: Any, name: str) -> bool:
     """Before a write to table ``name`` (a full name) on the write-audit-publish branch, when
     one is set: the branch made at main's current snapshot if the table has none yet.

@@ -11,10 +11,16 @@ A load converts the table's changes newer than the mirror's watermark (and, when
 files TRUNCATE, DROP, re-CREATE or rename the table, only those after the last such
 statement: the older ones are erased by it, :mod:`binlake.lake.lifecycle`), counts per
 value the copies they add (INSERT, UPDATE's after image) and take (DELETE, UPDATE's before
-image), then removes the highest-numbered copies or appends new ones.  Rows whose images
-are partial (``binlog_row_image`` MINIMAL / NOBLOB) cannot be matched: the mirror of such a
-table is not maintained (the report says so).  Idempotent: the watermark moves past the
-applied changes in the same run.
+image), then removes the highest-numbered copies and appends new ones, in one commit.  Rows whose
+images are partial (``binlog_row_image`` MINIMAL / NOBLOB) cannot be matched: the mirror of
+such a table is not maintained (the report says so).
+
+Applying counts is not idempotent (the same changes applied twice remove or add their copies
+twice), and the watermark is a commit of its own after it, so the write is fenced: before
+it, the mirror's ``binlake.nopk-applying.<source>`` names the watermark it is for, the
+snapshot it starts from and the Spark application; the watermark's commit removes it.  A
+rerun after a kill between the two finds the application's snapshot after that one
+(:func:`binlake.lake.commit.committed_since`) and takes the watermark as moved.
 """
 
 from __future__ import annotations
@@ -23,11 +29,11 @@ import time
 from typing import Any
 
 from ..config import Settings
-from .commit import fork_branch
+from .commit import committed_since, fork_branch, head_snapshot, java_table, refresh_table
 from .spark import read_table
 from .tables import ROW_CHANGES
 from .typed_ddl import _create, _evolve, look, read_watermark, watermark_key, watermark_keys
-from .typed_plan import INTERNAL, MIRROR_META, _after, lit, q, table_names
+from .typed_plan import APPLYING, INTERNAL, MIRROR_META, _after, lit, q, table_names
 from .typed_table import _convert
 from .typedconv import ORDER
 
@@ -65,7 +71,8 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
     mirror = settings.table(table_names(job.db, job.tbl)[1])
     rep: dict[str, Any] = {"mirror": mirror, "copies_added": 0, "copies_removed": 0}
     # (the mirror read once from the catalog, as typed_table._prepare_table reads its own)
-    state = look(spark, mirror, watermark_keys(spark, settings))
+    state = look(spark, mirror, (*watermark_keys(spark, settings),
+                                 *watermark_keys(spark, settings, APPLYING)))
     existed = state.exists
     if not existed:
         _create(spark, mirror, list(plan.columns.items()), plan.comments, NOPK_META, None)
@@ -76,7 +83,7 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
             return rep
         _evolve(spark, mirror, plan.columns, plan.comments, NOPK_META, state)
     filled = existed and state.written
-    wm = read_watermark(spark, settings, mirror, state) if filled else None
+    wm = _watermark(spark, settings, mirror, state) if filled else None
     src = lit(settings.source)
     scope = ("" if not filled or not job.seqs else
              f" AND order_seq IN ({', '.join(str(n) for n in job.seqs)})")
@@ -128,28 +135,89 @@ def _fill_one(spark: Any, settings: Settings, job: Any, cut: tuple[int, int] | N
                                            (F.col("__n") + F.col("__net")).alias("__keep"))
         rep["copies_removed"] = int(j.where("__net < 0").agg(
             F.coalesce(F.sum(F.least(-F.col("__net"), F.col("__n"))), F.lit(0))).collect()[0][0])
-        if rep["copies_removed"]:
-            view = f"{INTERNAL}nopk_gone_{abs(hash(mirror)) % 10**12}"
-            gone.createOrReplaceTempView(view)
-            match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in typed)
-            fork_branch(spark, mirror)
-            spark.sql(f"MERGE INTO {mirror} t USING {view} s ON t._source = {src} AND {match} "
-                      f"AND t.{DUP} > s.__keep WHEN MATCHED THEN DELETE")
         added = j.where("__net > 0").select(
             *[q(c) for c in typed], "__o", "__ts",
             F.explode(F.sequence(F.col("__n") + 1, F.col("__n") + F.col("__net"))).alias(DUP))
         rep["copies_added"] = int(j.where("__net > 0").agg(
             F.coalesce(F.sum("__net"), F.lit(0))).collect()[0][0])
-        if rep["copies_added"]:
-            names = [f.name for f in spark.table(mirror).schema.fields]
-            cols = {c: F.col(q(c)) for c in typed}
-            cols.update({"_source": F.lit(settings.source), "_commit_ts": F.col("__ts"),
-                         DUP: F.col(DUP)})
-            cols.update({c: F.col("__o").getField(c) for c in ORDER})
-            fork_branch(spark, mirror)
-            added.select(*[(cols[n] if n in cols else F.lit(None)).alias(n)
-                           for n in names]).writeTo(mirror).append()
+        if rep["copies_removed"] or rep["copies_added"]:
+            assert last is not None
+            _apply(spark, settings, mirror, typed, gone if rep["copies_removed"] else None,
+                   added if rep["copies_added"] else None, tuple(last))
     if last is not None:
-        spark.sql(f"ALTER TABLE {mirror} SET TBLPROPERTIES "
-                  f"({lit(watermark_key(spark, settings))} = '{last[0]},{last[1]},{last[2]}')")
+        _set_watermark(spark, settings, mirror, tuple(last))
     return rep
+
+
+def _watermark(spark: Any, settings: Settings, mirror: str, state: Any
+               ) -> tuple[int, int, int] | None:
+    """The mirror's watermark; or the one a killed run's write was for (its
+    ``nopk-applying`` property) when that write committed (see the module doc)."""
+    wm = read_watermark(spark, settings, mirror, state)
+    branch_key, main_key = watermark_keys(spark, settings, APPLYING)
+    fence = state.properties.get(branch_key) or state.properties.get(main_key)
+    if fence:
+        at, snap, app = [*fence.split("@"), "", ""][:3]
+        key = tuple(int(x) for x in at.split(","))
+        if len(key) == 3 and (wm is None or key > wm) and committed_since(
+                spark, mirror, int(snap) if snap else None, app):
+            # (recorded now: the snapshots that tell it may be expired by a later run)
+            _set_watermark(spark, settings, mirror, key)
+            return (key[0], key[1], key[2])
+    return wm
+
+
+def _apply(spark: Any, settings: Settings, mirror: str, typed: list[str], gone: Any,
+           added: Any, last: tuple[int, ...]) -> None:
+    """One commit: the copies ``gone`` names removed (per value, those numbered above
+    ``__keep``) and the rows ``added`` appended, fenced for the watermark ``last``."""
+    from pyspark.sql import functions as F
+
+    src = lit(settings.source)
+    fork_branch(spark, mirror)
+    jtable = java_table(spark, mirror)
+    head = head_snapshot(spark, jtable)
+    jtable.updateProperties().set(
+        watermark_key(spark, settings, APPLYING),
+        f"{last[0]},{last[1]},{last[2]}@{head if head is not None else ''}"
+        f"@{spark.sparkContext.applicationId}").commit()
+    refresh_table(spark, mirror)
+    names = [f.name for f in spark.table(mirror).schema.fields]
+    if gone is None:  # only copies added: an append
+        cols = {c: F.col(q(c)) for c in typed}
+        cols.update({"_source": F.lit(settings.source), "_commit_ts": F.col("__ts"),
+                     DUP: F.col(DUP)})
+        cols.update({c: F.col("__o").getField(c) for c in ORDER})
+        added.select(*[(cols[n] if n in cols else F.lit(None)).alias(n)
+                       for n in names]).writeTo(mirror).append()
+        return
+    # removals, and additions if any, in one MERGE: a removal matches the copies of its
+    # value above __keep; an addition (a copy number the value does not have) matches
+    # nothing and is inserted
+    source = gone.withColumn("__kind", F.lit("gone"))
+    if added is not None:
+        source = source.unionByName(added.withColumn("__kind", F.lit("add")),
+                                    allowMissingColumns=True)
+    view = f"{INTERNAL}nopk_apply_{abs(hash(mirror)) % 10**12}"
+    source.createOrReplaceTempView(view)
+    match = " AND ".join(f"t.{q(c)} <=> s.{q(c)}" for c in typed)
+    values = {q(c): f"s.{q(c)}" for c in typed}
+    values.update({"_source": src, "_commit_ts": "s.__ts", DUP: f"s.{DUP}"})
+    values.update({c: f"s.__o.{c}" for c in ORDER})
+    insert = (" WHEN NOT MATCHED AND s.__kind = 'add' THEN INSERT "
+              f"({', '.join(q(n) for n in names)}) VALUES "
+              f"({', '.join(values.get(q(n), values.get(n, 'NULL')) for n in names)})"
+              if added is not None else "")
+    spark.sql(f"MERGE INTO {mirror} t USING {view} s ON t._source = {src} AND {match} AND "
+              f"((s.__kind = 'gone' AND t.{DUP} > s.__keep) OR "
+              f"(s.__kind = 'add' AND t.{DUP} = s.{DUP})) "
+              f"WHEN MATCHED AND s.__kind = 'gone' THEN DELETE{insert}")
+
+
+def _set_watermark(spark: Any, settings: Settings, mirror: str, last: tuple[int, ...]
+                   ) -> None:
+    """The mirror's watermark moves to ``last``; the write's fence goes (one commit)."""
+    java_table(spark, mirror).updateProperties().set(
+        watermark_key(spark, settings), f"{last[0]},{last[1]},{last[2]}").remove(
+        watermark_key(spark, settings, APPLYING)).commit()
+    refresh_table(spark, mirror)

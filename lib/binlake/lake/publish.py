@@ -45,7 +45,7 @@ from ..config import Settings
 from .branch import check_branch_name
 from .commit import has_branch, in_this_thread, java_table
 from .tables import FILES
-from .typed_plan import ALTERED, REPLAYING, WATERMARK
+from .typed_plan import ALTERED, APPLYING, REPLAYING, WATERMARK
 
 log = logging.getLogger("binlake.lake")
 
@@ -61,7 +61,7 @@ def _watermark_keys(keys: Iterable[str], branch: str) -> dict[str, str]:
     markers, alters.py), each with main's key."""
     suffix = f"@{branch}"
     return {k: k[:-len(suffix)] for k in keys
-            if k.startswith((WATERMARK, ALTERED, REPLAYING)) and k.endswith(suffix)}
+            if k.startswith((WATERMARK, ALTERED, REPLAYING, APPLYING)) and k.endswith(suffix)}
 
 
 def _move_watermarks(jtable: Any, branch: str, keep: bool) -> None:

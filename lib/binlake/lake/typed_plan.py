@@ -35,6 +35,9 @@ WATERMARK = "binlake.watermark."
 # replayed on its rows; and the replay under way (its position, and the snapshot before it)
 ALTERED = "binlake.altered."
 REPLAYING = "binlake.replaying."
+# a no-primary-key mirror's write under way (nopk.py): the watermark it is for, the snapshot
+# before it and the Spark application
+APPLYING = "binlake.nopk-applying."
 
 
 LAYOUTS_DDL = ("source STRING NOT NULL, db STRING NOT NULL, tbl STRING NOT NULL, "
