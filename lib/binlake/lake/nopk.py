@@ -208,10 +208,11 @@ def _apply(spark: Any, settings: Settings, mirror: str, typed: list[str], gone: 
               f"({', '.join(q(n) for n in names)}) VALUES "
               f"({', '.join(values.get(q(n), values.get(n, 'NULL')) for n in names)})"
               if added is not None else "")
+    which = (f"((s.__kind = 'gone' AND t.{DUP} > s.__keep) OR "
+             f"(s.__kind = 'add' AND t.{DUP} = s.{DUP}))" if added is not None else
+             f"t.{DUP} > s.__keep")
     spark.sql(f"MERGE INTO {mirror} t USING {view} s ON t._source = {src} AND {match} AND "
-              f"((s.__kind = 'gone' AND t.{DUP} > s.__keep) OR "
-              f"(s.__kind = 'add' AND t.{DUP} = s.{DUP})) "
-              f"WHEN MATCHED AND s.__kind = 'gone' THEN DELETE{insert}")
+              f"{which} WHEN MATCHED AND s.__kind = 'gone' THEN DELETE{insert}")
 
 
 def _set_watermark(spark: Any, settings: Settings, mirror: str, last: tuple[int, ...]
