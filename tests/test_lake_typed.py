@@ -791,6 +791,25 @@ def _fresh_typed_tables(spark: Any, settings: Any) -> dict[str, list[tuple[Any, 
     return _typed_tables(spark, settings)
 
 
+def _killed_and_rerun(spark: Any, world: dict[str, Any],
+                      tmp_path_factory: pytest.TempPathFactory, name: str, point: str,
+                      where_it_died: Callable[[Any, dict[str, Any]], None],
+                      want: dict[str, list[tuple[Any, ...]]]) -> None:
+    """A new lake takes file 1; the ``binlake load`` of file 2 is SIGKILLed at ``point``
+    (``where_it_died(settings, typed tables before)`` checks what it left); file 2 loaded
+    again must give the typed tables ``want``."""
+    files = world["files"]
+    settings = _new_lake(tmp_path_factory, f"typed-lake-{name}", f"typed_{name.replace('-', '_')}")
+    _load(spark, settings, files[:1], [])
+    before = _fresh_typed_tables(spark, settings)
+    died = _cli_load(settings, files[1:2], kill_at=point)
+    assert died.returncode == -9, (point, died.returncode, died.stderr[-2000:])
+    where_it_died(settings, before)
+    again = _cli_load(settings, files[1:2])
+    assert again.returncode == 0, (point, again.stderr[-2000:])
+    assert _fresh_typed_tables(spark, settings) == want, point
+
+
 @pytest.fixture(scope="module")
 def two_files(spark: Any, world: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
               ) -> tuple[Any, dict[str, list[tuple[Any, ...]]]]:
@@ -812,22 +831,18 @@ def test_nopk_mirror_applied_once_after_a_load_killed_around_its_write(
     the mirror's write; (2) right after the write committed, before the watermark moved past
     it.  File 2 loaded again must apply the changes once: (2) not remove and add the copies
     a second time.  The same typed tables as the clean lake's."""
-    files = world["files"]
     _ref, want = two_files
     mirror_name = f"mirror__{DB}__nopk"
     for n, point in enumerate(["binlake.lake.nopk._apply", "binlake.lake.nopk._set_watermark"]):
-        settings = _new_lake(tmp_path_factory, f"typed-lake-nopk-kill{n}", f"typed_nk{n}")
-        _load(spark, settings, files[:1], [])
-        before = _fresh_typed_tables(spark, settings)[mirror_name]
-        died = _cli_load(settings, files[1:2], kill_at=point)
-        assert died.returncode == -9, (point, died.returncode, died.stderr[-2000:])
-        left = _fresh_typed_tables(spark, settings)[mirror_name]
-        # where it died: the mirror as file 1 left it; (2) file 2's copies written
-        assert (left == before) == (n == 0), (point, left)
-        assert (left == want[mirror_name]) == (n == 1), (point, left)
-        again = _cli_load(settings, files[1:2])
-        assert again.returncode == 0, (point, again.stderr[-2000:])
-        assert _fresh_typed_tables(spark, settings) == want, point
+        def where_it_died(settings: Any, before: dict[str, Any], n: int = n,
+                          point: str = point) -> None:
+            # the mirror as file 1 left it; (2) file 2's copies written
+            left = _fresh_typed_tables(spark, settings)[mirror_name]
+            assert (left == before[mirror_name]) == (n == 0), (point, left)
+            assert (left == want[mirror_name]) == (n == 1), (point, left)
+
+        _killed_and_rerun(spark, world, tmp_path_factory, f"nopk-kill{n}", point,
+                          where_it_died, want)
 
 
 @pytest.mark.integration
@@ -844,7 +859,6 @@ def test_alter_replayed_once_after_a_load_killed_around_the_replay(
     File 2 is loaded again: (1) must still replay the ALTER, (2) must not replay it a second
     time (that would move the NULLs the first replay left): the same typed tables as the
     clean lake."""
-    files = world["files"]
     ref, want = two_files
     # the premise: a row of file 1 that file 2 does not change holds the retyped b in b__v2
     old_rows = spark.sql(f"SELECT id, `b__v2`, b, gone FROM {ref.table('mirror__wl__evo')} "
@@ -853,20 +867,18 @@ def test_alter_replayed_once_after_a_load_killed_around_the_replay(
 
     points = ["binlake.lake.land.apply_alters", "binlake.lake.alters._mark_replayed"]
     for n, point in enumerate(points):
-        settings = _new_lake(tmp_path_factory, f"typed-lake-alter-kill{n}", f"typed_ak{n}")
-        _load(spark, settings, files[:1], [])
-        died = _cli_load(settings, files[1:2], kill_at=point)
-        assert died.returncode == -9, (point, died.returncode, died.stderr[-2000:])
-        mirror = settings.table("mirror__wl__evo")
-        from binlake.lake.commit import refresh_table
+        def where_it_died(settings: Any, _before: dict[str, Any], n: int = n,
+                          point: str = point) -> None:
+            # the watermark past the ALTER; (2) the replay's UPDATE committed
+            from binlake.lake.commit import refresh_table
 
-        refresh_table(spark, mirror)
-        # where it died: the watermark past the ALTER; (2) the replay's UPDATE committed
-        left = spark.sql(f"SELECT `b__v2`, b FROM {mirror} WHERE id = 3").collect()
-        assert [tuple(r) for r in left] == [[(None, "3")], [(3, None)]][n], (point, left)
-        again = _cli_load(settings, files[1:2])
-        assert again.returncode == 0, (point, again.stderr[-2000:])
-        assert _fresh_typed_tables(spark, settings) == want, point
+            mirror = settings.table("mirror__wl__evo")
+            refresh_table(spark, mirror)
+            left = spark.sql(f"SELECT `b__v2`, b FROM {mirror} WHERE id = 3").collect()
+            assert [tuple(r) for r in left] == [[(None, "3")], [(3, None)]][n], (point, left)
+
+        _killed_and_rerun(spark, world, tmp_path_factory, f"alter-kill{n}", point,
+                          where_it_died, want)
 
 
 @pytest.mark.integration

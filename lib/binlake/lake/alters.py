@@ -28,7 +28,7 @@ any point, so every replay is fenced by two property commits: before its UPDATE,
 mirror's ``binlake.replaying.<source>`` names the ALTER and the snapshot the UPDATE starts
 from; after it, ``binlake.altered.<source>`` moves to the ALTER (and ``replaying`` goes) in
 one commit.  A rerun that finds ``replaying`` tells from the mirror's snapshots whether the
-UPDATE committed (:func:`binlake.lake.commit.committed_since`).  The property is set before the typed step
+UPDATE committed (:func:`binlake.lake.commit.fence_committed`).  The property is set before the typed step
 commits the mirror's rows and watermark (:func:`fence_pending`), so a run killed between
 those commits and its replays replays them when it runs again (the watermark, past the
 ALTERs by then, does not decide it).
@@ -41,7 +41,7 @@ from typing import Any
 
 from ..config import Settings
 from ..schema.model import SchemaColumn, SchemaHistory, Version
-from .commit import committed_since, head_snapshot
+from .commit import fence_committed, fence_what, set_fence
 from .typed_ddl import TableState, _exists, watermark_key, watermark_keys
 from .typed_plan import ALTERED, REPLAYING, lit, older_than, q, table_names
 
@@ -190,17 +190,9 @@ def replay_alter(spark: Any, settings: Settings, mirror: str, pos: tuple[int, in
                  sets: dict[str, str]) -> dict[str, Any] | None:
     """One ALTER's rewrite of the mirror's rows older than the statement at ``pos``, fenced
     by the mirror's ``replaying`` and ``altered`` properties (see the module doc)."""
-    from .commit import java_table, refresh_table
-
     if not _exists(spark, mirror):
         return None
-    jtable = java_table(spark, mirror)
-    head = head_snapshot(spark, jtable)
-    app = spark.sparkContext.applicationId
-    jtable.updateProperties().set(
-        watermark_key(spark, settings, REPLAYING),
-        f"{pos[0]},{pos[1]}@{head if head is not None else ''}@{app}").commit()
-    refresh_table(spark, mirror)
+    set_fence(spark, mirror, watermark_key(spark, settings, REPLAYING), f"{pos[0]},{pos[1]}")
     assign = ", ".join(f"{q(k)} = {e}" for k, e in sets.items())
     spark.sql(f"UPDATE {mirror} SET {assign} WHERE _source = {lit(settings.source)} AND "
               f"{older_than(pos)}")
@@ -210,11 +202,16 @@ def replay_alter(spark: Any, settings: Settings, mirror: str, pos: tuple[int, in
 
 def _mark_replayed(spark: Any, settings: Settings, mirror: str, pos: tuple[int, int]) -> None:
     """After a replay's UPDATE: ``altered`` moves to its ALTER, ``replaying`` goes."""
-    from .commit import java_table, refresh_table
+    _set_altered(spark, settings, mirror, pos)
 
-    java_table(spark, mirror).updateProperties().set(
-        watermark_key(spark, settings, ALTERED), f"{pos[0]},{pos[1]}").remove(
-        watermark_key(spark, settings, REPLAYING)).commit()
+
+def _set_altered(spark: Any, settings: Settings, mirror: str, pos: tuple[int, int]) -> None:
+    """``altered`` := ``pos``, and any ``replaying`` fence removed, in one commit."""
+    from .commit import java_table, refresh_table, set_properties
+
+    set_properties(java_table(spark, mirror),
+                   {watermark_key(spark, settings, ALTERED): f"{pos[0]},{pos[1]}"},
+                   remove=(watermark_key(spark, settings, REPLAYING),))
     refresh_table(spark, mirror)
 
 
@@ -238,7 +235,7 @@ def altered_through(spark: Any, settings: Settings, mirror: str, state: TableSta
     has been): its ``altered`` property (``state``: :func:`look` with :func:`marker_keys`);
     past it, the ALTER a ``replaying`` property names (``seq,pos@snapshot@application``)
     when that replay's UPDATE committed (a run killed between the UPDATE and the
-    ``altered`` commit: :func:`binlake.lake.commit.committed_since`).  A mirror that has
+    ``altered`` commit: :func:`binlake.lake.commit.fence_committed`).  A mirror that has
     neither property was last written by a binlake that replayed every ALTER up to its
     watermark ``wm`` before the run could end."""
     props = state.properties
@@ -250,10 +247,9 @@ def altered_through(spark: Any, settings: Settings, mirror: str, state: TableSta
     done = _position(read(ALTERED))
     replaying = read(REPLAYING)
     if replaying:
-        at, snap, app = [*replaying.split("@"), "", ""][:3]
-        pos = _position(at)
-        if pos is not None and (done is None or pos > done) and committed_since(
-                spark, mirror, int(snap) if snap else None, app):
+        pos = _position(fence_what(replaying))
+        if pos is not None and (done is None or pos > done) and fence_committed(
+                spark, mirror, replaying):
             done = pos
             # (recorded now: the snapshots that tell it may be expired by a later run)
             _mark_replayed(spark, settings, mirror, pos)
@@ -269,15 +265,7 @@ def fence_pending(spark: Any, settings: Settings, mirror: str, job: Any) -> None
     before the replays does them when it runs again."""
     if not job.alters or not _exists(spark, mirror):
         return
-    from .commit import java_table, refresh_table
-
-    done = job.altered_through
-    jtable = java_table(spark, mirror)
-    jtable.updateProperties().set(
-        watermark_key(spark, settings, ALTERED),
-        f"{done[0]},{done[1]}" if done is not None else "0,0").remove(
-        watermark_key(spark, settings, REPLAYING)).commit()
-    refresh_table(spark, mirror)
+    _set_altered(spark, settings, mirror, job.altered_through or (0, 0))
 
 
 def _converted(old: SchemaColumn, src: str, to: str) -> str:

@@ -105,9 +105,8 @@ def committed_since(spark: Any, name: str, before: int | None, app: str) -> bool
     """Whether Spark application ``app`` committed a write to table ``name`` after snapshot
     ``before`` (None: the table had none then): a snapshot of ``app`` (its summary's
     ``spark.app.id``), not a compaction's (``replace``), after ``before`` in the history of
-    the head a write starts from (:func:`head_snapshot`).  How a rerun tells whether a
-    fenced, non-idempotent write of a killed run committed (alters.py, nopk.py): read it
-    before the rerun writes the table."""
+    the head a write starts from (:func:`head_snapshot`).  Read it before the rerun writes
+    the table."""
     jtable = java_table(spark, name)
     sid = head_snapshot(spark, jtable)
     while sid is not None and sid != before:
@@ -119,6 +118,31 @@ def committed_since(spark: Any, name: str, before: int | None, app: str) -> bool
         parent = snap.parentId()
         sid = None if parent is None else int(parent)
     return False
+
+
+def set_fence(spark: Any, name: str, key: str, what: str) -> None:
+    """Before a write to table ``name`` that must not run twice (alters.py, nopk.py): table
+    property ``key`` = ``what@snapshot@application``, ``what`` the caller's words for the
+    write, the snapshot it starts from (:func:`head_snapshot`) and this Spark application.
+    The caller removes it in the commit that records the write as done; a rerun that finds
+    it asks :func:`fence_committed` whether the write committed."""
+    jtable = java_table(spark, name)
+    head = head_snapshot(spark, jtable)
+    set_properties(jtable, {key: f"{what}@{head if head is not None else ''}"
+                                 f"@{spark.sparkContext.applicationId}"})
+    refresh_table(spark, name)
+
+
+def fence_what(fence: str) -> str:
+    """The ``what`` of a :func:`set_fence` property value."""
+    return fence.split("@")[0]
+
+
+def fence_committed(spark: Any, name: str, fence: str) -> bool:
+    """Whether the write a :func:`set_fence` property value ``fence`` fenced committed
+    (:func:`committed_since`: the application's snapshot after the one it started from)."""
+    _, snap, app = [*fence.split("@"), "", ""][:3]
+    return committed_since(spark, name, int(snap) if snap else None, app)
 
 
 def fork_branch(spark: Any, name: str) -> bool:
@@ -159,12 +183,14 @@ def operation_source(spark: Any, jtable: Any, name: str,
     return txn, txn
 
 
-def set_properties(target: Any, props: dict[str, str]) -> None:
+def set_properties(target: Any, props: dict[str, str], remove: tuple[str, ...] = ()) -> None:
     """Set table properties ``props`` on ``target`` (an Iceberg Java table, or a transaction
-    of one: then they commit with it)."""
+    of one: then they commit with it), and remove those named in ``remove``."""
     update = target.updateProperties()
     for k, v in props.items():
         update.set(k, v)
+    for k in remove:
+        update.remove(k)
     update.commit()
 
 

@@ -20,7 +20,7 @@ twice), and the watermark is a commit of its own after it, so the write is fence
 it, the mirror's ``binlake.nopk-applying.<source>`` names the watermark it is for, the
 snapshot it starts from and the Spark application; the watermark's commit removes it.  A
 rerun after a kill between the two finds the application's snapshot after that one
-(:func:`binlake.lake.commit.committed_since`) and takes the watermark as moved.
+(:func:`binlake.lake.commit.fence_committed`) and takes the watermark as moved.
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ import time
 from typing import Any
 
 from ..config import Settings
-from .commit import committed_since, fork_branch, head_snapshot, java_table, refresh_table
+from .commit import (
+    fence_committed,
+    fence_what,
+    fork_branch,
+    java_table,
+    refresh_table,
+    set_fence,
+    set_properties,
+)
 from .spark import read_table
 from .tables import ROW_CHANGES
 from .typed_ddl import _create, _evolve, look, read_watermark, watermark_key, watermark_keys
@@ -157,10 +165,9 @@ def _watermark(spark: Any, settings: Settings, mirror: str, state: Any
     branch_key, main_key = watermark_keys(spark, settings, APPLYING)
     fence = state.properties.get(branch_key) or state.properties.get(main_key)
     if fence:
-        at, snap, app = [*fence.split("@"), "", ""][:3]
-        key = tuple(int(x) for x in at.split(","))
-        if len(key) == 3 and (wm is None or key > wm) and committed_since(
-                spark, mirror, int(snap) if snap else None, app):
+        key = tuple(int(x) for x in fence_what(fence).split(","))
+        if len(key) == 3 and (wm is None or key > wm) and fence_committed(
+                spark, mirror, fence):
             # (recorded now: the snapshots that tell it may be expired by a later run)
             _set_watermark(spark, settings, mirror, key)
             return (key[0], key[1], key[2])
@@ -175,13 +182,8 @@ def _apply(spark: Any, settings: Settings, mirror: str, typed: list[str], gone: 
 
     src = lit(settings.source)
     fork_branch(spark, mirror)
-    jtable = java_table(spark, mirror)
-    head = head_snapshot(spark, jtable)
-    jtable.updateProperties().set(
-        watermark_key(spark, settings, APPLYING),
-        f"{last[0]},{last[1]},{last[2]}@{head if head is not None else ''}"
-        f"@{spark.sparkContext.applicationId}").commit()
-    refresh_table(spark, mirror)
+    set_fence(spark, mirror, watermark_key(spark, settings, APPLYING),
+              f"{last[0]},{last[1]},{last[2]}")
     names = [f.name for f in spark.table(mirror).schema.fields]
     if gone is None:  # only copies added: an append
         cols = {c: F.col(q(c)) for c in typed}
@@ -218,7 +220,7 @@ def _apply(spark: Any, settings: Settings, mirror: str, typed: list[str], gone: 
 def _set_watermark(spark: Any, settings: Settings, mirror: str, last: tuple[int, ...]
                    ) -> None:
     """The mirror's watermark moves to ``last``; the write's fence goes (one commit)."""
-    java_table(spark, mirror).updateProperties().set(
-        watermark_key(spark, settings), f"{last[0]},{last[1]},{last[2]}").remove(
-        watermark_key(spark, settings, APPLYING)).commit()
+    set_properties(java_table(spark, mirror),
+                   {watermark_key(spark, settings): f"{last[0]},{last[1]},{last[2]}"},
+                   remove=(watermark_key(spark, settings, APPLYING),))
     refresh_table(spark, mirror)
