@@ -883,6 +883,39 @@ def test_alter_replayed_once_after_a_load_killed_around_the_replay(
 
 @pytest.mark.integration
 @pytest.mark.spark
+def test_maintenance_between_a_killed_load_and_its_rerun_keeps_the_fences(
+        spark: Any, world: dict[str, Any], two_files: tuple[Any, Any],
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The two non-idempotent mirror writes of the tests above (``nopk``'s copy counts, the
+    replay of ``evo``'s ALTER), each killed right after its write committed, before the
+    commit that records it; then ``binlake maintain`` with no snapshot retained runs before
+    the rerun.  The rerun finds the write committed by the killed load's snapshot in the
+    mirror's history: maintenance must leave that mirror alone (a compaction then an expiry
+    would take the snapshot away, and the rerun would apply the write a second time) and
+    say why, while it compacts the other tables.  The same typed tables as the clean lake."""
+    from binlake.lake.maintain import maintain
+
+    _ref, want = two_files
+    cases = [("binlake.lake.nopk._set_watermark", f"mirror__{DB}__nopk", "nopk-applying"),
+             ("binlake.lake.alters._mark_replayed", "mirror__wl__evo", "replaying")]
+    for n, (point, mirror, fence) in enumerate(cases):
+        def maintained(settings: Any, _before: dict[str, Any], n: int = n,
+                       mirror: str = mirror, fence: str = fence) -> None:
+            done = {u.table.rsplit(".", 1)[1]: u for u in maintain(
+                spark, settings, run_id=f"mt-fence{n}", retain_days=0)}
+            assert not [u for u in done.values() if u.error], done
+            left = done[mirror]
+            assert left.skipped and f"binlake.{fence}." in left.skipped, left
+            assert left.snapshots[0] == left.snapshots[1] >= 2, left
+            rc = done["row_changes"]  # (the rest of the lake was maintained)
+            assert not rc.skipped and rc.snapshots[1] < rc.snapshots[0], rc
+
+        _killed_and_rerun(spark, world, tmp_path_factory, f"fence-kill{n}", point,
+                          maintained, want)
+
+
+@pytest.mark.integration
+@pytest.mark.spark
 def test_deltas_over_the_fold_bound_are_folded_by_spark(
         spark: Any, lake: dict[str, Any], world: dict[str, Any],
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,7 +41,12 @@ maintenance that is killed leaves its unreferenced files to the next load's clea
 
 A table that has a branch besides ``main`` (a night loaded and not published yet, or one
 whose validation failed and waits for a decision) is left alone: a ``main`` moved under it
-would turn its publish from a fast-forward into a replay.  It is reported as skipped.
+would turn its publish from a fast-forward into a replay.  So is a mirror that holds a fence
+(``binlake.replaying.*``, ``binlake.nopk-applying.*``: a load killed around a write that
+must not run twice, :func:`binlake.lake.commit.set_fence`): its rerun tells whether the write
+committed by finding the killed load's snapshot in the mirror's history, which a compaction
+and ``expire_snapshots`` would take away (the write then applied a second time).  Both are
+reported as skipped.
 """
 
 from __future__ import annotations
@@ -57,6 +62,11 @@ from .commit import java_table
 from .lock import load_lock, lock_is_global
 from .orphans import ORPHAN_AGE, sweep_unreferenced
 from .tables import METADATA_RETENTION, sql_properties
+from .typed_plan import APPLYING, REPLAYING
+
+# the table properties of a write under way that the next load must find committed or not
+# (commit.set_fence)
+FENCES = (REPLAYING, APPLYING)
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +192,11 @@ def _one(spark: Any, settings: Settings, name: str, days: float,
                 raise
             up.error = f"metadata retention: {str(exc).strip().splitlines()[0][:500]}"
             log.warning("maintain: %s: %s", full, up.error)
+    fences = sorted(str(k) for k in props.keySet() if str(k).startswith(FENCES))
     if branches:
         up.skipped = f"branch {', '.join(branches)} not published"
+    elif fences:
+        up.skipped = f"a killed load's write awaits its rerun ({', '.join(fences)})"
     elif jt.currentSnapshot() is None:
         up.skipped = "never written"
     if up.skipped:
