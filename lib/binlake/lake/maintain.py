@@ -200,7 +200,9 @@ def _one(spark: Any, settings: Settings, name: str, days: float,
     elif jt.currentSnapshot() is None:
         up.skipped = "never written"
     if up.skipped:
-        log.info("maintain: %s skipped: %s", full, up.skipped)
+        # (a fence left by a killed load is worth a look: its source's next load settles it)
+        (log.warning if fences and not branches else log.info)(
+            "maintain: %s skipped: %s", full, up.skipped)
         up.seconds = time.time() - t0
         return up
     call = f"CALL {settings.catalog_name}.system"
