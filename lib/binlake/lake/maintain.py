@@ -62,11 +62,7 @@ from .commit import java_table
 from .lock import load_lock, lock_is_global
 from .orphans import ORPHAN_AGE, sweep_unreferenced
 from .tables import METADATA_RETENTION, sql_properties
-from .typed_plan import APPLYING, REPLAYING
-
-# the table properties of a write under way that the next load must find committed or not
-# (commit.set_fence)
-FENCES = (REPLAYING, APPLYING)
+from .typed_plan import FENCES
 
 log = logging.getLogger(__name__)
 

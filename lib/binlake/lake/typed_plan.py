@@ -38,6 +38,9 @@ REPLAYING = "binlake.replaying."
 # a no-primary-key mirror's write under way (nopk.py): the watermark it is for, the snapshot
 # before it and the Spark application
 APPLYING = "binlake.nopk-applying."
+# the fences (commit.set_fence): a write under way that the next load must find committed or
+# not in the mirror's history (maintenance leaves a mirror holding one alone)
+FENCES = (REPLAYING, APPLYING)
 
 
 LAYOUTS_DDL = ("source STRING NOT NULL, db STRING NOT NULL, tbl STRING NOT NULL, "
