@@ -54,3 +54,28 @@ def test_warm_imports_start_after_the_jvm_fork(tmp_path: Path) -> None:
     assert all("binlake-warm-imports" not in names for names in out["at_fork"]), out
     # and the imports did run (in a thread started once the fork was done)
     assert out["warm_threads"] <= 1 and out["suite_imported"], out
+
+
+def test_binlake_validate_imports_the_suite_while_the_jvm_starts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``binlake validate`` gives build_session the suite's modules to import beside the
+    JVM's start (Great Expectations: 5-6 s of imports), as the nightly DAG's validate step
+    does, and only after its checks of the sources (a missing file is told at once)."""
+    from binlake.cli import main
+    from binlake.lake import spark as S
+
+    seen: list[tuple[str, ...]] = []
+
+    def fake_session(settings: object, **kw: object) -> None:
+        seen.append(tuple(kw.get("warm") or ()))  # type: ignore[arg-type]
+        raise S.SparkSetupError("stopped by the test")
+
+    monkeypatch.setattr(S, "build_session", fake_session)
+    monkeypatch.setenv("BINLAKE_HOME", str(tmp_path / "home"))
+    binlog = tmp_path / "mariadb-bin.000001"
+    assert main(["validate", str(binlog)]) == 2  # the source check: no Spark
+    assert seen == []
+    binlog.write_bytes(b"\xfebin")
+    assert main(["validate", str(binlog)]) == 2  # Spark "did not start"
+    assert len(seen) == 1 and "binlake.quality.suite" in seen[0], seen
+    assert set(S.WARM_MODULES) <= set(seen[0])

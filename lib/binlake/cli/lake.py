@@ -83,12 +83,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 def lake_session(config: str | None, master: str | None, source: str | None = None,
                  app_name: str | None = None, check: Any = None,
                  overrides: dict[str, Any] | None = None,
-                 debug: bool = False) -> tuple[Any, Any] | None:
+                 debug: bool = False, warm: Any = None) -> tuple[Any, Any] | None:
     """Settings (``overrides`` last) and a Spark session for the lake commands: a bad
     setting (or ``--master``) is a :class:`~binlake.config.ConfigError` naming it, raised
     before Spark starts; a Spark that cannot start is reported on stderr and gives None.
-    ``check(settings)`` runs before Spark starts.  Unless ``debug``, the JVM logs nothing
-    (a failed task's stack would come before the one line binlake says about it)."""
+    ``check(settings)`` runs before Spark starts; then ``warm()``, when given, returns the
+    modules to import while the JVM starts (``build_session(warm=...)``).  Unless ``debug``,
+    the JVM logs nothing (a failed task's stack would come before the one line binlake says
+    about it)."""
     from ..config import check_spark_master, load_settings
     from ..lake.spark import SparkSetupError, build_session
 
@@ -97,8 +99,9 @@ def lake_session(config: str | None, master: str | None, source: str | None = No
         check_spark_master(master, "--master")
     if check is not None:
         check(settings)
+    kw = {} if warm is None else {"warm": warm()}
     try:
-        spark = build_session(settings, master=master, app_name=app_name or "binlake")
+        spark = build_session(settings, master=master, app_name=app_name or "binlake", **kw)
         spark.sparkContext.setLogLevel("ERROR" if debug else "OFF")
         return settings, spark
     except SparkSetupError as exc:

@@ -45,12 +45,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     run_id = args.run_id or (time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-"
                              + uuid.uuid4().hex[:6])
+    from ..quality.run import InputError, suite_warm_modules, validate
+
+    # (Great Expectations, seconds of imports: after the checks, while the JVM starts)
     lake = lake_session(args.config, args.master, source=args.source_name,
-                        app_name="binlake-validate", check=check, debug=getattr(args, "debug", False))
+                        app_name="binlake-validate", check=check,
+                        debug=getattr(args, "debug", False), warm=suite_warm_modules)
     if lake is None:
         return 2
     settings, spark = lake
-    from ..quality.run import InputError, validate  # (Great Expectations: after the checks)
 
     try:
         report = validate(spark, settings, args.sources, run_id=run_id, branch=args.branch,

@@ -391,7 +391,7 @@ def _validate_json(argv: Sequence[str]) -> int:
     import argparse
 
     from ..config import load_settings
-    from ..lake.spark import WARM_MODULES, build_session
+    from ..lake.spark import build_session
 
     p = argparse.ArgumentParser()
     p.add_argument("sources", nargs="*")
@@ -402,19 +402,10 @@ def _validate_json(argv: Sequence[str]) -> int:
     import importlib
 
     quality: Any = importlib.import_module("binlake.quality.run")
-    # Great Expectations takes seconds to import (about 4 here): imported while the JVM
-    # starts and the datasets are computed (build_session's warm imports, in a thread
-    # started once the JVM is forked: lake/spark.py); validate imports the suite (and waits
-    # for this import, Python's import lock) only when it runs the expectations.  The
-    # packages both sides import are imported here first (half a second): two threads
-    # importing one package's modules at once can meet in its circular imports, which
-    # Python reports as a deadlock (ImportError) instead of waiting.
-    for shared in ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "sqlalchemy", "pydantic",
-                   "pyspark.sql", "pyspark.sql.functions"):
-        importlib.import_module(shared)
+    # (Great Expectations imported while the JVM starts: quality.run.suite_warm_modules)
+    warm = quality.suite_warm_modules()
     settings = load_settings()
-    spark = build_session(settings, app_name="binlake-validate", master=a.master,
-                          warm=(*WARM_MODULES, "binlake.quality.suite"))
+    spark = build_session(settings, app_name="binlake-validate", master=a.master, warm=warm)
     report = quality.validate(spark, settings, a.sources, run_id=a.run_id, branch=a.branch)
     d = dict(report.to_dict())
     d["success"] = bool(report.success)

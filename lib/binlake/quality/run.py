@@ -32,6 +32,29 @@ RESULTS_DDL = """
 _DETAIL_ROWS = 20  # unexpected rows kept per result (GX itself stops at 200)
 
 
+# Packages both the suite's import (Great Expectations) and the validation's own path import:
+# imported first, in the main thread (half a second), by :func:`suite_warm_modules`
+_SHARED = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "sqlalchemy", "pydantic",
+           "pyspark.sql", "pyspark.sql.functions")
+
+
+def suite_warm_modules() -> tuple[str, ...]:
+    """What a validating process gives ``build_session(warm=...)``: the session's own warm
+    imports and the suite's.  Great Expectations takes seconds to import (5-6 s of CPU
+    here): imported in a thread while the JVM starts and the datasets are computed;
+    :func:`validate` imports the suite (waiting for that import: Python's import lock) only
+    when it runs the expectations.  The packages both sides import are imported here
+    first: two threads importing one package's modules at once can meet in its circular
+    imports, which Python reports as a deadlock (ImportError) instead of waiting."""
+    import importlib
+
+    from ..lake.spark import WARM_MODULES
+
+    for shared in _SHARED:
+        importlib.import_module(shared)
+    return (*WARM_MODULES, "binlake.quality.suite")
+
+
 class InputError(ValueError):
     """The sources name no binlog file (or cannot be listed)."""
 
