@@ -224,6 +224,8 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
     # The schema history the files are decoded with: what earlier runs stored, the
     # snapshots, then the DDL of the files given (lake/schemas.py).
     run_history = _run_history(spark, settings, everything, surveys, splittable, seq_of)
+    # (a file loaded before with other bytes is not loaded: its stored versions stay)
+    run_history.keep = {o["seq"] for o in others if o["status"] == "conflict"}
     summary.findings += _history_findings(settings, run_history.findings)
     # The typed tables' schemas, from the layouts the survey found in the files to decode
     # (columns named by the history where the binlog has no names): then the decode tasks

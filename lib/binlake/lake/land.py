@@ -429,10 +429,9 @@ def land(spark: Any, settings: Settings, run_id: str, summary: LoadSummary,
 
         try:
             # The schema versions that start in these files (a rerun replaces its own).
-            S.store_versions(spark, settings, [v for v in run_history.new
-                                               if v.start[0] not in {f.seq for f in files
-                                                                     if f.name in failed}],
-                             seqs, run_id, run_history.history.databases.values())
+            new, replaced = run_history.to_store(f.seq for f in files if f.name in failed)
+            S.store_versions(spark, settings, new, replaced, run_id,
+                             run_history.history.databases.values())
             if not all(prepared.fast.get((j.db, j.tbl)) is not None
                        for j in prepared.jobs if j.plan is not None):
                 wait_records()

@@ -57,6 +57,19 @@ class RunHistory:
     history: SchemaHistory
     new: list[Version] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # the files whose DDL the history applied (their sequence numbers): those given to the
+    # run, skipped ones among them.  Their stored rows are what ``new`` replaces
+    # (:func:`store_versions`), but for files that did not load now and whose stored rows
+    # stay (``keep``: a file loaded before with other bytes, a file that failed)
+    seqs: list[int] = field(default_factory=list)
+    keep: set[int] = field(default_factory=set)
+
+    def to_store(self, failed: Iterable[int] = ()) -> tuple[list[Version], list[int]]:
+        """The versions to store and the files whose stored rows they replace, ``failed``
+        (files that failed in this run) kept as stored."""
+        keep = self.keep | set(failed)
+        return ([v for v in self.new if v.start[0] not in keep],
+                [s for s in self.seqs if s not in keep])
 
 
 def stored_history(spark: Any, settings: Settings, before_seq: int
@@ -166,6 +179,7 @@ def build_run_history(stored: Iterable[Version], snapshots: Iterable[Snapshot],
             name, db, sql, number, mariadb = item
             apply_ddl(h, sql, db=db, pos=at, file=name, server_version=number,
                       mariadb=mariadb)
+    out.seqs = sorted({seq for _, seq, _, _ in files})
     out.new = [v for vs in h.versions.values() for v in vs if id(v) not in seen]
     out.new.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower()))
     out.findings = h.findings[before:]
@@ -245,10 +259,12 @@ def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
 
 def store_versions(spark: Any, settings: Settings, new: list[Version], seqs: list[int],
                    run_id: str, databases: Iterable[Database] = ()) -> int:
-    """Replace what earlier runs stored for the run's files (and snapshots taken again)
-    with the run's versions, and the database default character sets the run's files set
-    (rows with ``change = 'database'`` at the statement's position); returns the number of
-    rows written."""
+    """Replace what earlier runs stored for the files ``seqs`` (the files whose DDL the
+    run's history applied, :meth:`RunHistory.to_store`: skipped files given again among
+    them, whose versions the run derived again) and for snapshots taken again with the
+    run's versions, and the database default character sets the run's files set (rows with
+    ``change = 'database'`` at the statement's position); returns the number of rows
+    written."""
     table = settings.table(SCHEMA_HISTORY)
     src = lit(settings.source)
     run_seqs = ",".join(str(int(s)) for s in sorted(set(seqs))) or "-2"
