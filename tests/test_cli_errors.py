@@ -150,6 +150,8 @@ def test_bad_master_stops_before_spark(run: Any, tmp_path: Path) -> None:
     ('spark_master = "bogus"', "spark_master", "'bogus' is not a Spark master"),
     ("warehouse = 17", "warehouse", "expected a string (quoted in TOML), not an integer"),
     ('warehouse = "17"', "warehouse", "'17' is a relative path"),
+    ('staging_dir = "s3://b/stage"', "staging_dir", "is not an absolute local path"),
+    ('staging_dir = "17"', "staging_dir", "is not an absolute local path"),
     ("split_bytes = true", "split_bytes", "expected an integer, not a boolean"),
 ])
 def test_config_file_values_are_checked(run: Any, tmp_path: Path, toml: str, key: str,

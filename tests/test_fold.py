@@ -306,6 +306,31 @@ def test_clean_staging_removes_stale_runs_only(tmp_path: Path) -> None:
     assert not parent.exists()
 
 
+@pytest.mark.parametrize(("warehouse", "local", "staging_dir", "under"), [
+    ("", False, "", "/h/warehouse/_binlake_staging"),  # the default: a local warehouse
+    ("file:///w", False, "", "/w/_binlake_staging"),
+    ("s3://b/w", True, "", "/h/_binlake_staging"),  # one machine: local disk under home
+    ("s3://b/w", False, "", None),  # a cluster: nothing they all reach, unless told
+    ("s3://b/w", False, "file:///shared/st", "/shared/st"),
+    ("/w", False, "/shared/st", "/shared/st"),
+])
+def test_where_a_run_stages_its_mirror_deltas(warehouse: str, local: bool, staging_dir: str,
+                                              under: str | None) -> None:
+    """The staging directory (staging._stage_root): ``staging_dir`` when set, else under a
+    local warehouse, else under ``home`` for a local master; a run's own, named by its id."""
+    from binlake.config import Settings
+    from binlake.lake.staging import _stage_root
+
+    got = _stage_root(Settings(home="/h", warehouse=warehouse, staging_dir=staging_dir),
+                      "night1", local)
+    if under is None:
+        assert got is None
+    else:
+        assert got is not None and got.startswith(f"{under}/night1-"), got
+        assert _stage_root(Settings(home="/h", warehouse=warehouse, staging_dir=staging_dir),
+                           "night1", local) != got  # (a retried run: a directory of its own)
+
+
 def test_part_keys_of_typed_tables() -> None:
     """The typed tables whose big deltas are folded in parts (typed_staged._part_key): a first key
     column of a type fold.part_of takes, a DECIMAL key (BIGINT UNSIGNED) among them; a

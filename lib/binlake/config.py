@@ -65,6 +65,11 @@ class Settings:
     # (its memory, besides the transactions still open; less: more, smaller data files)
     flush_bytes: int = 32 << 20
     typed_parallelism: int = 4  # source tables whose typed tables are filled at once
+    # Where the decode tasks stage the mirrors' deltas for the run (lake/staging.py): a
+    # directory the driver and every executor reach.  Default: under a local warehouse, or
+    # under home when the warehouse is remote and the master local (one machine); else none
+    # (mirrors are then filled from row_changes by Spark: slower)
+    staging_dir: str = ""
     # A load of at most this many bytes of binlog is surveyed and decoded in the driver's
     # own process (no Python workers to start: seconds of a small incremental load); 0: never
     driver_decode_bytes: int = 16 << 20
@@ -202,6 +207,9 @@ class Settings:
                 and "://" not in self.warehouse and not self.warehouse.startswith("/"):
             raise ConfigError(f"warehouse: {self.warehouse!r} is a relative path: give an "
                               "absolute path or a URI (file:///..., s3://bucket/prefix)")
+        if self.staging_dir and not (self.staging_dir.startswith(("/", "file:/"))):
+            raise ConfigError(f"staging_dir: {self.staging_dir!r} is not an absolute local "
+                              "path (a directory the driver and every executor reach)")
         if self.spark_class_archive not in ("auto", "off"):
             raise ConfigError(f"spark_class_archive: {self.spark_class_archive!r} is not "
                               "auto or off")

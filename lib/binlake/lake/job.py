@@ -31,7 +31,7 @@ from .land import decode_and_land
 from .loaded import Loaded, _later_loaded, _loaded, engine_seed, engines_unseen
 from .lock import load_lock, lock_is_global
 from .orphans import DeadRun, remove_orphans
-from .staging import _stage_root, clean_staging
+from .staging import _stage_root, clean_staging, local_master
 from .summary import LoadSummary
 from .survey import EngineState, engine_states
 from .tables import (
@@ -77,7 +77,7 @@ def after_killed(spark: Any, settings: Settings, run_id: str, notes: list[str]
                  ) -> list[dict[str, Any]]:
     """Remove what the runs of the lock's ``notes`` (loads or maintenances that did not
     finish) wrote and never committed; a ``killed_run_cleaned`` finding for each."""
-    stage = _stage_root(settings, run_id)
+    stage = _stage_root(settings, run_id, local_master(spark))
     started = time.time()  # the lock is ours since just now: nothing of this run is written
     findings = []
     for note in notes:
@@ -237,7 +237,7 @@ def _run_load(spark: Any, settings: Settings, sources: list[str], run_id: str,
         [lay for f in files if f.name not in failed for lay in surveys[f.name]["layouts"]],
         {seq_of[n]: surveys[n].get("fde") for n in splittable})
     phase("plan")
-    stage_root = _stage_root(settings, run_id)
+    stage_root = _stage_root(settings, run_id, local_master(spark))
     prepared = typed.prepare(spark, settings, layouts_seen, run_id, seqs, stage_root)
     phase("typed_prepare")
     try:

@@ -7,23 +7,40 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from typing import Any
 
 from ..config import Settings
 
 
-def _stage_root(settings: Settings, run_id: str) -> str | None:
-    """A directory for this run's staged mirror deltas (removed after the run), under a
-    local warehouse; None when the warehouse is not local (Spark reads no s3 here)."""
-    wh = settings.warehouse_resolved
-    if wh.startswith("file:"):
-        path = wh[len("file:"):]
-        while path.startswith("//"):
-            path = path[1:]
-    elif "://" in wh:
-        return None
-    else:
-        path = wh
-    return os.path.join(path, "_binlake_staging", f"{run_id}-{uuid.uuid4().hex[:8]}")
+def _stage_root(settings: Settings, run_id: str, local_master: bool = False) -> str | None:
+    """A directory for this run's staged mirror deltas (removed after the run): under
+    ``staging_dir`` when set; else under a local warehouse, or, for a local master
+    (``local_master``: driver and executors on this machine) with a remote warehouse, under
+    ``home``; else None (nothing staged: Spark here reads no s3, and a cluster's
+    executors share no local directory)."""
+    base = _local_path(settings.staging_dir) if settings.staging_dir else None
+    if base is None:
+        wh = settings.warehouse_resolved
+        if "://" not in wh or wh.startswith("file:"):
+            base = os.path.join(_local_path(wh), "_binlake_staging")
+        elif local_master:
+            base = os.path.join(str(settings.home_path), "_binlake_staging")
+        else:
+            return None
+    return os.path.join(base, f"{run_id}-{uuid.uuid4().hex[:8]}")
+
+
+def _local_path(uri: str) -> str:
+    """A local path or ``file:`` URI as a path."""
+    path = uri[len("file:"):] if uri.startswith("file:") else uri
+    while path.startswith("//"):
+        path = path[1:]
+    return path
+
+
+def local_master(spark: Any) -> bool:
+    """Whether ``spark`` runs its executors in the driver's JVM (``local``, ``local[N]``)."""
+    return str(spark.sparkContext.master).startswith("local")
 
 
 # A staging directory nothing has written to for this long is a killed run's: removed.
