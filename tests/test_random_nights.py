@@ -19,7 +19,9 @@ publish), every mirror checked against the server's own rows after every night
   - UPDATEs that move keys with partial images: the moved rows lost the columns their
     images lack;
   - a DATETIME / TIMESTAMP column retyped to text: the older rows' text lost the trailing
-    zeros of its fractional seconds.
+    zeros of its fractional seconds;
+  - ALTERs of a table after a RENAME TABLE to its name, in one run: the rows the rename
+    moved in missed them.
 * Four seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
   (more: ``python -m tests.random_nights``).
 """
@@ -173,6 +175,35 @@ def test_alters_between_partial_updates(spark_lake: Any, mariadb_template: Path,
              "INSERT INTO rn.a VALUES (5, '50', 'e', 5, 8)"],
             ["UPDATE rn.a SET v = 'z' WHERE id IN (2, 3, 4, 5)"],
         ], name=105 if variant == "noblob" else 106))
+    finally:
+        srv.stop(timeout=30)
+
+
+@pytest.mark.parametrize("variant", ["full", "noblob"])
+def test_alters_after_a_rename_in_one_run(spark_lake: Any, mariadb_template: Path,
+                                          tmp_path: Path, variant: str) -> None:
+    """A RENAME TABLE a TO b, then ALTERs of b, in one run (random nights seed 211,
+    NOBLOB): the run replayed b's ALTERs before the rename moved a's rows into b's
+    mirror, so the moved rows that nothing changed after held NULL in the added columns
+    (the server: '' and 7), and a retyped column's value stayed in its old typed column."""
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    try:
+        _check(run_script(spark_lake, srv, tmp_path, [
+            ["CREATE DATABASE rn",
+             "CREATE TABLE rn.a (id INT PRIMARY KEY, c INT, v VARCHAR(10))",
+             "INSERT INTO rn.a VALUES (1, 10, 'a'), (2, 20, 'b')"],
+            ["INSERT INTO rn.a VALUES (3, 30, 'c'), (4, 40, 'd')",
+             "RENAME TABLE rn.a TO rn.b",
+             "INSERT INTO rn.b VALUES (5, 50, 'e')",
+             "ALTER TABLE rn.b ADD COLUMN n CHAR(8) NOT NULL",
+             "ALTER TABLE rn.b ADD COLUMN d INT DEFAULT 7",
+             "ALTER TABLE rn.b MODIFY c TEXT",
+             # (a row written under the new name: the run has b's changes, and so replays
+             # its ALTERs; an update of a moved row with a partial image is another limit,
+             # docs/lake.md)
+             "UPDATE rn.b SET v = 'x' WHERE id = 5"],
+            ["UPDATE rn.b SET v = 'y' WHERE id IN (2, 4)"],
+        ], name=107 if variant == "full" else 108))
     finally:
         srv.stop(timeout=30)
 

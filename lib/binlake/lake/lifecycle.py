@@ -187,6 +187,14 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
             settled = settled.unionByName(gone.toDF(*pk))
         cond = [aligned[q(c)].eqNullSafe(settled[q(c)]) for c in pk]
         aligned = aligned.join(settled.distinct(), cond, "left_anti")
+    # The ALTERs of ``new`` after the rename that this run replayed on its mirror already
+    # (alters.apply_alters, or between the run's changes: typed_table._merge_in_segments)
+    # ran before this move: the moved rows take them here, in the same commit
+    for at, sets in (job.alters if job is not None else ()):
+        if tuple(at) > tuple(pos[:2]):
+            aligned = aligned.selectExpr(*[
+                f"{sets[f.name]} AS {q(f.name)}" if f.name in sets else q(f.name)
+                for f in tcols])
     aligned = aligned.localCheckpoint(eager=True)
     n = aligned.count()
     if n:
