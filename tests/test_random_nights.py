@@ -203,7 +203,7 @@ def test_alters_after_a_rename_in_one_run(spark_lake: Any, mariadb_template: Pat
              # docs/lake.md)
              "UPDATE rn.b SET v = 'x' WHERE id = 5"],
             ["UPDATE rn.b SET v = 'y' WHERE id IN (2, 4)"],
-        ], name=107 if variant == "full" else 108))
+        ], name=110 if variant == "full" else 111))
     finally:
         srv.stop(timeout=30)
 
