@@ -18,24 +18,18 @@ def _stage_root(settings: Settings, run_id: str, local_master: bool = False) -> 
     (``local_master``: driver and executors on this machine) with a remote warehouse, under
     ``home``; else None (nothing staged: Spark here reads no s3, and a cluster's
     executors share no local directory)."""
-    base = _local_path(settings.staging_dir) if settings.staging_dir else None
+    from .sink import fs_path  # (a local path or file: URI as a path)
+
+    base = fs_path(settings.staging_dir) if settings.staging_dir else None
     if base is None:
         wh = settings.warehouse_resolved
         if "://" not in wh or wh.startswith("file:"):
-            base = os.path.join(_local_path(wh), "_binlake_staging")
+            base = os.path.join(fs_path(wh), "_binlake_staging")
         elif local_master:
             base = os.path.join(str(settings.home_path), "_binlake_staging")
         else:
             return None
     return os.path.join(base, f"{run_id}-{uuid.uuid4().hex[:8]}")
-
-
-def _local_path(uri: str) -> str:
-    """A local path or ``file:`` URI as a path."""
-    path = uri[len("file:"):] if uri.startswith("file:") else uri
-    while path.startswith("//"):
-        path = path[1:]
-    return path
 
 
 def local_master(spark: Any) -> bool:
