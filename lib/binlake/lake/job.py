@@ -288,14 +288,16 @@ def _run_history(spark: Any, settings: Settings, everything: list[BinlogFile],
                  surveys: dict[str, dict[str, Any]], splittable: list[str],
                  seq_of: dict[str, int]) -> S.RunHistory:
     """The schema history of this run (lake/schemas.py): the stored versions before its
-    first file, the configured snapshots, the DDL of its files in order."""
+    first file and of loaded files between its files, the configured snapshots, the DDL of
+    its files in order."""
     order = sorted(splittable, key=lambda n: seq_of[n])
     first = seq_of[order[0]] if order else min(f.seq for f in everything)
     last = seq_of[order[-1]] if order else max(f.seq for f in everything)
     snapshots = [S.read_snapshot_file(uri) for uri in settings.schema_snapshots]
     stored, found = S.archived_snapshots(
         [f.uri.rsplit("/", 1)[0] for f in everything if "/" in f.uri], first, last)
-    versions, databases = S.stored_history(spark, settings, first)
+    versions, databases = S.stored_history(spark, settings, {seq_of[n] for n in order}
+                                           or {first})
     out = S.build_run_history(
         versions, snapshots + stored,
         [(n, seq_of[n], surveys[n].get("fde"), surveys[n]["ddl"]) for n in order],

@@ -4,6 +4,7 @@ A load builds the schema history its files are decoded with, before decoding the
 
 1. the versions earlier runs stored in ``<namespace>.schema_history`` (this source's, those
    starting before the run's first file; snapshots sit at seq -1 or at their position);
+   those of loaded files between the run's files are merged at their positions;
 2. the configured snapshots (``schema_snapshots``), merged at their positions;
 3. the DDL statements the survey found in the run's files, in order
    (:func:`binlake.schema.ddl.apply_ddl`).
@@ -72,28 +73,34 @@ class RunHistory:
                 [s for s in self.seqs if s not in keep])
 
 
-def stored_history(spark: Any, settings: Settings, before_seq: int
+def stored_history(spark: Any, settings: Settings, run_seqs: Iterable[int]
                    ) -> tuple[list[Version], list[Database]]:
-    """This source's stored versions that start before file ``before_seq``, in order, and
-    the database defaults the newest earlier run left."""
+    """This source's stored versions that a run of the files ``run_seqs`` decodes with, in
+    order: those before its first file, and those of files between its files that it does
+    not load (a file loaded earlier, between the run's ones: the DDL in it reaches the
+    run's later files only through what its own run stored).  The run's own files are left
+    out (it derives their versions again), so are the files after its last.  With them the
+    database default character sets stored for the same files, each with its position."""
     from .driver_read import all_of, eq, lt, read_rows
 
+    run = {int(s) for s in run_seqs}
     got = read_rows(spark, settings, settings.table(SCHEMA_HISTORY),
-                    all_of(eq("source", settings.source), lt("start_seq", int(before_seq))),
+                    all_of(eq("source", settings.source), lt("start_seq", max(run))),
                     ("change", "start_seq", "version"))
-    rows = list(zip(*(got.column(c).to_pylist() for c in ("change", "start_seq", "version"))))
+    rows = [r for r in zip(*(got.column(c).to_pylist() for c in ("change", "start_seq",
+                                                                  "version")))
+            if int(r[1]) not in run]
     out = [Version.from_dict(orjson.loads(r[2])) for r in rows if r[0] != DATABASE]
     out.sort(key=lambda v: (v.start, v.db.lower(), v.table.lower(), v.incarnation))
-    dbs: dict[str, tuple[tuple[int, int], Database]] = {}
+    dbs: list[Database] = []
     for r in rows:
         if r[0] == DATABASE:
             d = orjson.loads(r[2])
-            at = (int(d.get("seq", r[1])), int(d.get("pos", 0)))
-            db = Database(d["name"], d.get("charset"), d.get("collation"),
-                          bool(d.get("exists", True)), at)
-            if at >= dbs.get(db.name.lower(), ((-2, 0), db))[0]:
-                dbs[db.name.lower()] = (at, db)
-    return out, [db for _, db in dbs.values()]
+            dbs.append(Database(d["name"], d.get("charset"), d.get("collation"),
+                                bool(d.get("exists", True)),
+                                (int(d.get("seq", r[1])), int(d.get("pos", 0)))))
+    dbs.sort(key=lambda db: db.start or (-2, 0))
+    return out, dbs
 
 
 def read_snapshot_file(uri: str) -> Snapshot:
@@ -154,27 +161,40 @@ def build_run_history(stored: Iterable[Version], snapshots: Iterable[Snapshot],
                       databases: Iterable[Database] = ()) -> RunHistory:
     """The history of a run.  ``files``: per file of the run in order, (name, seq, facts of
     its Format_description: ``server_version``/``flavor``, DDL events ``(pos, db, sql)``).
-    The snapshots are merged at their positions, between the DDL statements
-    (:func:`binlake.schema.snapshot.apply_snapshot`)."""
+    ``stored``, ``databases``: what earlier runs stored (:func:`stored_history`); those of a
+    file between the run's files are merged at their positions, as the snapshots are, between
+    the DDL statements (:func:`binlake.schema.snapshot.apply_snapshot`)."""
     h = SchemaHistory()
-    for v in stored:
-        h.add(v)
-    for db in databases:
-        h.databases[db.name.lower()] = db
-    out = RunHistory(h)
-    seen = {id(v) for vs in h.versions.values() for v in vs}
+    first = min((seq for _, seq, _, _ in files), default=None)
     events: list[tuple[tuple[int, int], int, Any]] = [
         (snap.start, 0, snap) for snap in snapshots]
+    for v in stored:
+        if first is None or v.start[0] < first:
+            h.add(v)
+        else:
+            events.append((v.start, 1, v))
+    for db in sorted(databases, key=lambda d: d.start or (-2, 0)):
+        if first is None or db.start is None or db.start[0] < first:
+            h.databases[db.name.lower()] = db
+        else:
+            events.append((db.start, 1, db))
+    out = RunHistory(h)
+    seen = {id(v) for _, kind, v in events if kind == 1} | {
+        id(v) for vs in h.versions.values() for v in vs}
     for name, seq, fde, ddl in files:
         sv = str((fde or {}).get("server_version") or "")
         mariadb = (fde or {}).get("flavor") == "mariadb" or "mariadb" in sv.lower()
         number = version_number(parse_version(sv)) if sv else 999999
-        events += [((seq, pos), 1, (name, db, sql, number, mariadb)) for pos, db, sql in ddl]
+        events += [((seq, pos), 2, (name, db, sql, number, mariadb)) for pos, db, sql in ddl]
     events.sort(key=lambda e: (e[0], e[1]))  # a snapshot at a DDL's position: before it
     before = len(h.findings)
     for at, kind, item in events:
         if kind == 0:
             apply_snapshot(h, item)
+        elif kind == 1 and isinstance(item, Database):
+            h.databases[item.name.lower()] = item
+        elif kind == 1:
+            h.add(item)
         else:
             name, db, sql, number, mariadb = item
             apply_ddl(h, sql, db=db, pos=at, file=name, server_version=number,
