@@ -21,7 +21,9 @@ publish), every mirror checked against the server's own rows after every night
   - a DATETIME / TIMESTAMP column retyped to text: the older rows' text lost the trailing
     zeros of its fractional seconds;
   - ALTERs of a table after a RENAME TABLE to its name, in one run: the rows the rename
-    moved in missed them.
+    moved in missed them;
+  - UPDATEs with partial images, in the RENAME's run, of rows it moves in: the rows held
+    NULL in the columns the images lacked.
 * Four seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
   (more: ``python -m tests.random_nights``).
 """
@@ -199,11 +201,40 @@ def test_alters_after_a_rename_in_one_run(spark_lake: Any, mariadb_template: Pat
              "ALTER TABLE rn.b ADD COLUMN d INT DEFAULT 7",
              "ALTER TABLE rn.b MODIFY c TEXT",
              # (a row written under the new name: the run has b's changes, and so replays
-             # its ALTERs; an update of a moved row with a partial image is another limit,
-             # docs/lake.md)
+             # its ALTERs; updates of moved rows with partial images: the next test)
              "UPDATE rn.b SET v = 'x' WHERE id = 5"],
             ["UPDATE rn.b SET v = 'y' WHERE id IN (2, 4)"],
         ], name=110 if variant == "full" else 111))
+    finally:
+        srv.stop(timeout=30)
+
+
+@pytest.mark.parametrize("variant", ["minimal", "noblob"])
+def test_partial_updates_of_renamed_rows_in_one_run(spark_lake: Any, mariadb_template: Path,
+                                                    tmp_path: Path, variant: str) -> None:
+    """UPDATEs with partial images (MINIMAL: key and changed columns; NOBLOB: no unchanged
+    TEXT) of rows a RENAME TABLE in the same run moves in, around ALTERs of the new name:
+    the run MERGEd the updates into b's mirror before the rename moved a's rows there, so
+    the rows held NULL in every column the images lacked, and the move skipped their keys."""
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    rows = ", ".join(f"({i}, {i * 10}, 'v{i}', 't{i}')" for i in range(1, 7))
+    try:
+        _check(run_script(spark_lake, srv, tmp_path, [
+            ["CREATE DATABASE rn",
+             "CREATE TABLE rn.a (id INT PRIMARY KEY, c INT, v VARCHAR(10), t TEXT)",
+             f"INSERT INTO rn.a VALUES {rows}"],
+            ["UPDATE rn.a SET v = 'w' WHERE id = 6",
+             "RENAME TABLE rn.a TO rn.b",
+             "UPDATE rn.b SET v = 'x' WHERE id = 2",
+             "UPDATE rn.b SET v = 'x2' WHERE id = 2",
+             "ALTER TABLE rn.b MODIFY c TEXT",
+             "UPDATE rn.b SET v = 'y' WHERE id = 3",
+             "ALTER TABLE rn.b ADD COLUMN d INT DEFAULT 7",
+             "UPDATE rn.b SET v = 'z', c = 'cz' WHERE id = 4",
+             "UPDATE rn.b SET t = 'tt' WHERE id = 5",
+             "DELETE FROM rn.b WHERE id = 6"],
+            ["UPDATE rn.b SET d = 8 WHERE id = 1"],
+        ], name=112 if variant == "minimal" else 113))
     finally:
         srv.stop(timeout=30)
 

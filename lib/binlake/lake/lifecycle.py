@@ -33,8 +33,8 @@ from .commit import fork_branch
 from .spark import read_table
 from .tables import delete_where
 from .typed_ddl import _exists
-from .typed_plan import lit, older_than, q, table_names
-from .typed_table import _TableJob, keys_left_after
+from .typed_plan import INTERNAL, MIRROR_META, lit, older_than, q, table_names
+from .typed_table import _TableJob, keys_left_after, partial_keys_after
 from .typedconv import ORDER
 
 CLEARING = ("truncate", "drop", "create")
@@ -170,9 +170,18 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
     aligned = rows.select(*[
         (F.col(q(f.name)) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
         for f in tcols])
+    # The ALTERs of ``new`` after the rename that this run replayed on its mirror already
+    # (alters.apply_alters, or between the run's changes: typed_table._merge_in_segments)
+    # ran before this move: the moved rows take them here, in the same commit
+    for at, sets in (job.alters if job is not None else ()):
+        if tuple(at) > tuple(pos[:2]):
+            aligned = aligned.selectExpr(*[
+                f"{sets[f.name]} AS {q(f.name)}" if f.name in sets else q(f.name)
+                for f in tcols])
     version = history.at(new[0], new[1], pos)
     pk = [c for c in (version.primary_key if version is not None else ())
           if c in have and c in {f.name for f in tcols}]
+    fill = None
     if pk:
         src = lit(settings.source)
         settled = read_table(spark, target).where(f"_source = {src}").select(*[q(c) for c in pk])
@@ -185,22 +194,70 @@ def _move_in(spark: Any, settings: Settings, history: SchemaHistory, pos: Positi
         gone = keys_left_after(spark, settings, job, *pos) if job is not None else None
         if gone is not None and len(gone.columns) == len(pk):
             settled = settled.unionByName(gone.toDF(*pk))
+        fill = _partial_fill(spark, settings, job, pos, aligned, pk, tcols)
         cond = [aligned[q(c)].eqNullSafe(settled[q(c)]) for c in pk]
         aligned = aligned.join(settled.distinct(), cond, "left_anti")
-    # The ALTERs of ``new`` after the rename that this run replayed on its mirror already
-    # (alters.apply_alters, or between the run's changes: typed_table._merge_in_segments)
-    # ran before this move: the moved rows take them here, in the same commit
-    for at, sets in (job.alters if job is not None else ()):
-        if tuple(at) > tuple(pos[:2]):
-            aligned = aligned.selectExpr(*[
-                f"{sets[f.name]} AS {q(f.name)}" if f.name in sets else q(f.name)
-                for f in tcols])
     aligned = aligned.localCheckpoint(eager=True)
     n = aligned.count()
-    if n:
+    if fill is not None:
+        _merge_moved(spark, settings, target, aligned, fill, pk, tcols)
+    elif n:
         fork_branch(spark, target)
         aligned.writeTo(target).append()
     return n
 
+
+def _partial_fill(spark: Any, settings: Settings, job: _TableJob | None, pos: Position,
+                  moved: Any, pk: list[str], tcols: list[Any]) -> Any | None:
+    """The moved rows (``moved``, aligned to the mirror) of the keys whose every change
+    after the rename, already MERGEd into the mirror, is an UPDATE with a partial image
+    (MINIMAL / NOBLOB): the mirror made those rows from the images alone, NULL in the
+    columns no image carried (``__bl_a<i>`` of the i-th column of :func:`_values`, True
+    there); None when there are none."""
+    if job is None or not job.rep.get("partial_images"):
+        return None
+    values = _values(tcols, pk)
+    part = partial_keys_after(spark, settings, job, *pos, values, job.alters)
+    if part is None or not values:
+        return None
+    cond = [moved[q(c)].eqNullSafe(part[q(c)]) for c in pk]
+    fill = moved.join(part, cond, "inner").select(
+        moved["*"], *[part[f"{INTERNAL}a{i}"] for i in range(len(values))])
+    fill = fill.localCheckpoint(eager=True)
+    return fill if fill.take(1) else None
+
+
+def _values(tcols: list[Any], pk: list[str]) -> list[str]:
+    """The mirror's value columns: neither key nor bookkeeping (``_source``, order, commit
+    time)."""
+    meta = {n for n, _ in MIRROR_META}
+    return [f.name for f in tcols if f.name not in pk and f.name not in meta]
+
+
+def _merge_moved(spark: Any, settings: Settings, target: str, moved: Any, fill: Any,
+                 pk: list[str], tcols: list[Any]) -> None:
+    """The moved rows into the mirror in one commit: ``moved`` (keys it lacks) added, and
+    the rows of ``fill``'s keys given the moved row's value in each column no partial
+    image after the rename carried (:func:`_partial_fill`)."""
+    from pyspark.sql import functions as F
+
+    values = _values(tcols, pk)
+    flags = [f"{INTERNAL}a{i}" for i in range(len(values))]
+    both = moved.select("*", *[F.lit(None).cast("int").alias(f) for f in flags],
+                        F.lit(True).alias(f"{INTERNAL}new")).unionByName(
+        fill.withColumn(f"{INTERNAL}new", F.lit(False)))
+    view = f"{INTERNAL}moved_{abs(hash((target, 'fill'))) % 10**12}"
+    both.createOrReplaceTempView(view)
+    names = [f.name for f in tcols]
+    on = " AND ".join([f"t._source = {lit(settings.source)}",
+                       *(f"t.{q(c)} <=> s.{q(c)}" for c in pk)])
+    sets = ", ".join(f"t.{q(c)} = CASE WHEN s.{f} = 1 THEN s.{q(c)} ELSE t.{q(c)} END"
+                     for c, f in zip(values, flags))
+    fork_branch(spark, target)
+    spark.sql(
+        f"MERGE INTO {target} t USING {view} s ON {on} "
+        f"WHEN MATCHED AND NOT s.{INTERNAL}new THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{INTERNAL}new THEN INSERT "
+        f"({', '.join(q(c) for c in names)}) VALUES ({', '.join('s.' + q(c) for c in names)})")
 
 __all__ = ["ORDER", "apply_lifecycle"]

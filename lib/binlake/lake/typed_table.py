@@ -7,6 +7,7 @@ to typed columns (:func:`_converter`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,6 +200,89 @@ def keys_left_after(spark: Any, settings: Settings, job: _TableJob, seq: int, po
         .alias(c) for i, c in enumerate(job.pk_slots)])
 
 
+def partial_keys_after(spark: Any, settings: Settings, job: _TableJob, seq: int, pos: int,
+                       columns: list[str],
+                       alters: Sequence[tuple[tuple[int, int], dict[str, str]]] = ()
+                       ) -> Any | None:
+    """The primary-key values (named as the mirror's key columns) whose every change after
+    ``(seq, pos)`` is an UPDATE that kept its key, some with a partial image (MINIMAL /
+    NOBLOB), each with a flag ``__bl_a<i>`` (1 or 0) per column of ``columns``: 1 where the
+    mirror's value is owed to no image, only to the NULL a row the MERGE made from a
+    partial image starts with: no image after the last of ``alters`` (the ALTERs after
+    ``(seq, pos)`` replayed on the mirror: position, typed column -> SQL) that rewrote the
+    column carries it, and that ALTER computed it from columns with the flag (a retyped or
+    renamed column) rather than a constant (an added column's default).  Such a row was
+    not in the mirror at the MERGE (a row a RENAME TABLE moves in afterwards:
+    lifecycle._move_in).  None when the table has no key."""
+    from pyspark.sql import functions as F
+
+    from .moves import same_key
+
+    if job.plan is None or not job.pk_slots:
+        return None
+    cand = _candidates(spark, settings, job.db, job.tbl, (
+        f" AND op IN ('insert', 'update', 'delete') AND (order_seq > {int(seq)} OR "
+        f"(order_seq = {int(seq)} AND order_pos > {int(pos)}))"))
+    conv = _convert(cand, job.layouts, job.named, job.slots_of, job.plan, None, job.pk_slots)
+    olds = [f"{INTERNAL}old{i}" for i in range(len(job.pk_slots))]
+    kept = (F.col(f"{INTERNAL}layout") >= 0) & (F.col("_op") == "update") & same_key(
+        job.pk_slots, olds)
+    steps = sorted(((int(at[0]), int(at[1])), sets) for at, sets in alters
+                   if (int(at[0]), int(at[1])) > (seq, pos))
+    slots = list(job.plan.columns)
+    aggs: dict[tuple[str, int], str] = {}  # (column, segment) -> its "carried" aggregate
+
+    def carried(col: str, k: int) -> str:
+        """SQL over the aggregates: an image of segment ``k`` (the changes between ALTER
+        k-1 and ALTER k, the last one open) carries ``col``."""
+        name = aggs.setdefault((col, k), f"{INTERNAL}w{len(aggs)}")
+        return f"({name} = 1)"
+
+    def owed(col: str, k: int, depth: int = 0) -> str:
+        """SQL: ``col``'s value at the end of segment ``k`` is owed to no image."""
+        not_here = f"NOT {carried(col, k)}"
+        for j in range(k - 1, -1, -1):  # the ALTERs before segment k, newest first
+            expr = steps[j][1].get(col)
+            if expr is None:
+                not_here += f" AND NOT {carried(col, j)}"
+                continue
+            # the ALTER rewrote the row when the key's first change came before it: a
+            # constant (an added column's default) is then the row's value, a conversion
+            # owes what its source columns owe; else the row was not there yet
+            srcs = [c for c in slots if q(c) in expr and c != col]
+            by_alter = ("false" if not srcs or depth > 16 else " AND ".join(
+                f"({owed(c, j, depth + 1)})" for c in srcs))
+            return f"({not_here} AND ({first} > {j} OR ({by_alter})))"
+        return f"({not_here})"
+
+    first = f"{INTERNAL}first"  # the segment of the key's first change
+    flags = [owed(c, len(steps)) for c in columns]
+
+    def segment(k: int) -> Any:
+        cond = F.lit(True)
+        if k > 0:
+            cond = cond & ~F.expr(older_than(steps[k - 1][0]))
+        if k < len(steps):
+            cond = cond & F.expr(older_than(steps[k][0]))
+        return cond
+
+    seg_of: Any = F.lit(len(steps))
+    for k in range(len(steps) - 1, -1, -1):
+        seg_of = F.when(F.expr(older_than(steps[k][0])), F.lit(k)).otherwise(seg_of)
+
+    carries = [F.max(F.when(segment(k) & (F.col("_op") == "update") & ~F.coalesce(
+        F.array_contains("_absent", c), F.lit(False)), 1).otherwise(0)).alias(name)
+        for (c, k), name in aggs.items()]
+    return conv.groupBy(*[q(c) for c in job.pk_slots]).agg(
+        F.min(F.coalesce(kept, F.lit(False)).cast("int")).alias(f"{INTERNAL}only"),
+        F.max(F.coalesce(F.size("_absent") > 0, F.lit(False)).cast("int")).alias(
+            f"{INTERNAL}some"), F.min(seg_of).alias(first), *carries
+    ).where(f"{INTERNAL}only = 1 AND {INTERNAL}some = 1").select(
+        *[q(c) for c in job.pk_slots],
+        *[F.expr(f"CASE WHEN {f} THEN 1 ELSE 0 END").alias(f"{INTERNAL}a{i}")
+          for i, f in enumerate(flags)])
+
+
 def _convert(cand: Any, layouts: list[Layout], named: list[Layout], slots_of: dict[int, Any],
              plan: Plan, seqs: set[int] | None, pk_slots: list[str]) -> Any:
     """The candidates with their typed columns, converted in Python on the executors
@@ -308,6 +392,7 @@ def _fill(spark: Any, settings: Settings, conv: Any, cl: str, cl_delete: str, mi
     okey = "struct(_order_seq, _order_pos, _order_idx)"
     if stats is None:
         stats = _stats(conv, new_cl, delta, okey, pk_slots)
+    rep["partial_images"] = bool(stats.get("partial"))  # (lifecycle._partial_fill)
     step("convert")
     if stats["no_layout"]:
         rep["notes"].append(f"{stats['no_layout']} change(s) in files whose layouts are not "
