@@ -23,7 +23,10 @@ publish), every mirror checked against the server's own rows after every night
   - ALTERs of a table after a RENAME TABLE to its name, in one run: the rows the rename
     moved in missed them;
   - UPDATEs with partial images, in the RENAME's run, of rows it moves in: the rows held
-    NULL in the columns the images lacked.
+    NULL in the columns the images lacked;
+  - an online schema change's swap (gh-ost, pt-online-schema-change);
+  - INSERTs that leave columns to their defaults, with MINIMAL images: NULL in the typed
+    tables.
 * Four seeds of the random generator, on servers logging FULL, NO_LOG, MINIMAL and NOBLOB
   (more: ``python -m tests.random_nights``).
 """
@@ -235,6 +238,76 @@ def test_partial_updates_of_renamed_rows_in_one_run(spark_lake: Any, mariadb_tem
              "DELETE FROM rn.b WHERE id = 6"],
             ["UPDATE rn.b SET d = 8 WHERE id = 1"],
         ], name=112 if variant == "minimal" else 113))
+    finally:
+        srv.stop(timeout=30)
+
+
+@pytest.mark.parametrize("variant", ["full", "minimal", "noblob"])
+def test_online_schema_change_swap(spark_lake: Any, mariadb_template: Path, tmp_path: Path,
+                                   variant: str) -> None:
+    """An online schema change as gh-ost and pt-online-schema-change make it: a shadow
+    table with the new columns filled from the table and kept in step, swapped in by one
+    RENAME TABLE of two pairs, the old table dropped, and the night's changes going on to
+    the swapped-in table (MINIMAL images after the swap: key and changed columns only)."""
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    rows = ", ".join(f"({i}, {i * 10}, 'v{i}', 'b{i}')" for i in range(1, 7))
+    try:
+        _check(run_script(spark_lake, srv, tmp_path, [
+            ["CREATE DATABASE rn",
+             "CREATE TABLE rn.t (id INT PRIMARY KEY, a INT, v VARCHAR(20), b TEXT)",
+             f"INSERT INTO rn.t VALUES {rows}"],
+            ["CREATE TABLE rn._t_gho LIKE rn.t",
+             "ALTER TABLE rn._t_gho ADD COLUMN z INT DEFAULT 3, MODIFY a BIGINT",
+             "INSERT INTO rn._t_gho (id, a, v, b) SELECT id, a, v, b FROM rn.t",
+             "UPDATE rn.t SET v = 'u' WHERE id = 2",
+             "UPDATE rn._t_gho SET v = 'u' WHERE id = 2",
+             "RENAME TABLE rn.t TO rn._t_del, rn._t_gho TO rn.t",
+             "DROP TABLE rn._t_del",
+             "UPDATE rn.t SET a = 99 WHERE id = 3",
+             "UPDATE rn.t SET z = 4 WHERE id = 5",
+             "DELETE FROM rn.t WHERE id = 4",
+             "INSERT INTO rn.t VALUES (7, 70, 'v7', 'b7', 5)"],
+            ["UPDATE rn.t SET v = 'n3' WHERE id IN (1, 5)",
+             "CREATE TABLE rn._t_gho LIKE rn.t",
+             "INSERT INTO rn._t_gho SELECT * FROM rn.t",
+             "RENAME TABLE rn.t TO rn._t_del, rn._t_gho TO rn.t",
+             "DROP TABLE rn._t_del",
+             "UPDATE rn.t SET b = 'bb' WHERE id = 6"],
+        ], name={"full": 114, "minimal": 115, "noblob": 116}[variant]))
+    finally:
+        srv.stop(timeout=30)
+
+
+@pytest.mark.parametrize("variant", ["minimal", "noblob"])
+def test_inserts_that_leave_columns_to_their_defaults(spark_lake: Any,
+                                                       mariadb_template: Path,
+                                                       tmp_path: Path, variant: str) -> None:
+    """INSERTs that name some columns only: a MINIMAL row image has those columns alone
+    (``binlog_row_image``), and the typed tables held NULL where the server wrote the
+    column's default.  Defaults of several types, changed by ALTER COLUMN SET / DROP
+    DEFAULT, and of a column an ALTER added; INSERT ... ON DUPLICATE KEY UPDATE and
+    INSERT ... SELECT."""
+    srv = start_server(tmp_path / "srv", mariadb_template, options=VARIANTS[variant])
+    try:
+        _check(run_script(spark_lake, srv, tmp_path, [
+            ["CREATE DATABASE rn",
+             "CREATE TABLE rn.d (id INT PRIMARY KEY, i INT DEFAULT 5, "
+             "s VARCHAR(10) DEFAULT 'it''s', e ENUM('a','b') DEFAULT 'b', "
+             "m DECIMAL(8,3) DEFAULT 1.5, f DOUBLE DEFAULT -2.5, n INT NULL, "
+             "c CHAR(4) DEFAULT 'ab', u TINYINT UNSIGNED DEFAULT 200, "
+             "b BIGINT NOT NULL DEFAULT -7, t TEXT)",
+             "INSERT INTO rn.d (id) VALUES (1), (2)",
+             "INSERT INTO rn.d (id, i, s) VALUES (3, 7, 'x')",
+             "UPDATE rn.d SET i = 6 WHERE id = 2"],
+            ["ALTER TABLE rn.d ALTER COLUMN i SET DEFAULT 9, ALTER COLUMN s DROP DEFAULT",
+             "INSERT INTO rn.d (id) VALUES (4)",
+             "ALTER TABLE rn.d ADD COLUMN z SMALLINT DEFAULT 3",
+             "INSERT INTO rn.d (id, t) VALUES (5, 'tt')",
+             # (not a REPLACE of a row that is there: MariaDB logs it as an UPDATE whose
+             # MINIMAL image lacks the columns it reset to their defaults; docs/lake.md)
+             "INSERT INTO rn.d (id, e) VALUES (6, 'a') ON DUPLICATE KEY UPDATE e = 'b'",
+             "INSERT INTO rn.d (id, m) SELECT id + 10, 0.25 FROM rn.d WHERE id < 3"],
+        ], name=117 if variant == "minimal" else 118))
     finally:
         srv.stop(timeout=30)
 

@@ -255,3 +255,39 @@ def test_converter_batch_of_rows_without_images_or_of_none() -> None:
     assert [r["_absent"] for r in got] == [None, None]
     (empty,) = list(conv(iter([_batch(rows).slice(0, 0)])))
     assert empty.num_rows == 0 and empty.schema == schema
+
+
+def test_inserts_lacking_columns_take_the_layouts_defaults() -> None:
+    """An INSERT's MINIMAL image has the columns the statement gave: the others take the
+    default the layout carries (schemas.image_default); an UPDATE's missing columns stay
+    absent, and so does a column without a known default."""
+    schema = pa.schema([
+        ("_txn_id", pa.string()), ("_op", pa.string()), ("_order_seq", pa.int32()),
+        ("_order_pos", pa.int64()), ("_order_idx", pa.int32()),
+        ("_commit_ts", pa.timestamp("us", tz="UTC")), ("__bl_layout", pa.int32()),
+        ("__bl_in_cl", pa.bool_()), ("id", pa.int32()), ("i", pa.int32()),
+        ("m", pa.decimal128(8, 3)), ("s", pa.string()), ("ts", pa.string()),
+        ("_absent", pa.list_(pa.string())), ("__bl_mismatch", pa.bool_()),
+        ("__bl_old0", pa.int32())])
+    groups = {0: ([("id", "cast", "int", "id"), ("i", "cast", "int", "i"),
+                   ("m", "cast", "decimal(8,3)", "m"), ("s", "text", "string", "s"),
+                   ("ts", "string", "string", "ts")], [("id", "cast", "int", 0)])}
+    conv = Converter({1: [(100, 0)]}, groups,
+                     [("id", "int"), ("i", "int"), ("m", "decimal(8,3)"), ("s", "string"),
+                      ("ts", "string")], ["id"], schema,
+                     {0: {"i": 5, "m": "1.500", "s": None}})
+    base = {"txn_id": "t", "order_seq": 1, "order_idx": 0, "file": "bin.000001", "pos": 200}
+    rows = [
+        {**base, "op": "insert", "order_pos": 1, "after": '{"id": 1}'},
+        {**base, "op": "insert", "order_pos": 2, "after": '{"id": 2, "i": 7, "s": "x"}'},
+        {**base, "op": "update", "order_pos": 3, "before": '{"id": 1}',
+         "after": '{"id": 1, "s": "y"}'},
+        {**base, "op": "insert", "order_pos": 4,
+         "after": '{"id": 3, "i": 1, "m": "2.000", "s": "z", "ts": "t"}'},
+    ]
+    (out,) = list(conv(iter([_batch(rows)])))
+    got = out.to_pylist()
+    assert [(r["id"], r["i"], str(r["m"]), r["s"]) for r in got] == [
+        (1, 5, "1.500", None), (2, 7, "1.500", "x"), (1, None, "None", "y"),
+        (3, 1, "2.000", "z")]
+    assert [r["_absent"] for r in got] == [["ts"], ["ts"], ["i", "m", "ts"], []]

@@ -41,6 +41,7 @@ from ..schema.snapshot import (
 )
 from ..schema.sqltext import version_number
 from ..schema.types import check_table_map
+from .defaults import image_default
 from .tables import SCHEMA_HISTORY, delete_where
 from .typed_plan import lit
 
@@ -237,6 +238,19 @@ def _record(tm: TableMap, seq: int, pos: int) -> dict[str, Any]:
             "has_names": tm.named, "signedness": tm.has_signedness, "seq": seq, "pos": pos}
 
 
+def with_defaults(rec: dict[str, Any], v: Version) -> dict[str, Any]:
+    """A copy of layout record ``rec`` whose columns carry ``default`` (see
+    :func:`image_default`) where the version in force ``v`` names a column of that name
+    with a known one."""
+    by_name = {c.name.lower(): c for c in v.columns or ()}
+    cols = []
+    for d in rec["columns"]:
+        c = by_name.get(str(d.get("name") or "").lower())
+        known, value = image_default(c) if c is not None else (False, None)
+        cols.append({**d, "default": value} if known else d)
+    return {**rec, "columns": cols}
+
+
 def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
                  fdes: dict[int, dict[str, Any] | None]) -> list[dict[str, Any]]:
     """The survey's layout records with their columns named by ``history`` where the
@@ -262,15 +276,14 @@ def name_layouts(history: SchemaHistory, layouts: list[dict[str, Any]],
             while k + 1 < len(recs) and int(recs[k + 1]["pos"]) <= p:
                 k += 1
             raw = recs[k]
-            if raw.get("has_names"):
-                if int(raw["pos"]) == p:
-                    out.append(raw)
+            if raw.get("has_names") and int(raw["pos"]) != p:
                 continue
             tm = _table_map(raw)
             v = history.at(db, tbl, (seq, p))
             ok = check_table_map(tm, v, mariadb=mariadb, server_version=sv)[0]
             if ok and v is not None:
-                out.append(_record(named_copy(tm, v), seq, p))
+                out.append(with_defaults(raw if raw.get("has_names") else
+                                         _record(named_copy(tm, v), seq, p), v))
             elif int(raw["pos"]) == p:
                 out.append(raw)
     out.sort(key=lambda r: (int(r["seq"]), int(r["pos"])))

@@ -245,7 +245,8 @@ def _sync_layouts(spark: Any, settings: Settings, tables_seen: list[dict[str, An
         if lid not in cache:
             cache[lid] = Layout.from_record({**defs[lid], "seq": 0, "pos": 0})
         lay = cache[lid]
-        out[(db, tbl)].append(Layout(seq, pos, lay.columns, lay.pk, lay.has_names))
+        out[(db, tbl)].append(Layout(seq, pos, lay.columns, lay.pk, lay.has_names,
+                                     lay.defaults))
     return out
 
 

@@ -174,6 +174,9 @@ class Layout:
     columns: tuple[tuple[str, Mapped], ...]  # (source name, typed form); empty without names
     pk: tuple[str, ...] | None
     has_names: bool
+    # (source name, value) of the columns whose value an INSERT that leaves them out gets
+    # (schemas.image_default: a MINIMAL row image has only the columns the INSERT gave)
+    defaults: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> Layout:
@@ -185,7 +188,10 @@ class Layout:
             pk = orjson.loads(pk)
         named = bool(r.get("has_names")) and all(c.get("name") for c in cols)
         mapped = tuple((c["name"], map_column(c)) for c in cols) if named else ()
-        return cls(int(r["seq"]), int(r["pos"]), mapped, tuple(pk) if pk else None, named)
+        defaults = tuple((c["name"], c["default"]) for c in cols if "default" in c) \
+            if named else ()
+        return cls(int(r["seq"]), int(r["pos"]), mapped, tuple(pk) if pk else None, named,
+                   defaults)
 
 
 _DEC = re.compile(r"^decimal\((\d+),(\d+)\)$")

@@ -307,7 +307,7 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
     gid_of: dict[int, int] = {}
     for lay in named:
         slots = slots_of[id(lay)]
-        sig = (lay.columns, tuple(sorted(slots.items())))
+        sig = (lay.columns, tuple(sorted(slots.items())), lay.defaults)
         if sig not in groups:
             groups[sig] = _Group(len(groups), lay, slots)
         gid_of[id(lay)] = groups[sig].gid
@@ -324,6 +324,7 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
         by_seq.setdefault(ps, []).append((pp, gi))
     used = {gi for _, _, gi in points}
     conv_groups = {}
+    defaults: dict[int, dict[str, Any]] = {}
     for g in groups.values():
         if g.gid not in used:
             continue
@@ -339,6 +340,8 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
         keys = [(inv[c], kinds[inv[c]].kind, kinds[inv[c]].sql, i)
                 for i, c in enumerate(pk_slots) if c in inv]
         conv_groups[g.gid] = (cols, keys)
+        if g.layout.defaults:
+            defaults[g.gid] = dict(g.layout.defaults)
     fields = [("_txn_id", "string"), ("_op", "string"), ("_order_seq", "int"),
               ("_order_pos", "bigint"), ("_order_idx", "int"), ("_commit_ts", "timestamp"),
               (f"{INTERNAL}layout", "int"), (f"{INTERNAL}in_cl", "boolean"),
@@ -349,7 +352,7 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
     struct = _parse_datatype_string(ddl)
     assert isinstance(struct, StructType)
     conv = Converter(by_seq, conv_groups, list(plan.columns.items()), list(pk_slots),
-                     to_arrow_schema(struct))
+                     to_arrow_schema(struct), defaults)
     return conv, ddl
 
 

@@ -352,12 +352,15 @@ class Converter:
     def __init__(self, points: dict[int, list[tuple[int, int]]],
                  groups: dict[int, tuple[list[tuple[str, str, str, str]],
                                          list[tuple[str, str, str, int]]]],
-                 columns: list[tuple[str, str]], pk: list[str], arrow_schema: Any) -> None:
+                 columns: list[tuple[str, str]], pk: list[str], arrow_schema: Any,
+                 defaults: dict[int, dict[str, Any]] | None = None) -> None:
         self.points = points
         self.groups = groups
         self.columns = columns
         self.pk = pk
         self.arrow_schema = arrow_schema
+        # group id -> {source: the value an INSERT's image that lacks the column stands for}
+        self.defaults = defaults or {}
 
     def _layouts(self, b: Any, points: dict[int, tuple[Any, Any]]) -> Any:
         """Each row's layout id (a numpy int32 array); ``points``: per file sequence, the
@@ -405,7 +408,8 @@ class Converter:
             srcs = [s for s, _, _, _ in cols]
             slot = {s: c for s, _, _, c in cols}
             json_srcs = [s for s, k, _, _ in cols if k == "json"]
-            plans[gid] = (conv_cols, conv_keys, srcs, set(srcs), slot, json_srcs)
+            plans[gid] = (conv_cols, conv_keys, srcs, set(srcs), slot, json_srcs,
+                          self.defaults.get(gid, {}))
         loads = orjson.loads
         pk_set = set(self.pk)
         for b in batches:
@@ -426,7 +430,7 @@ class Converter:
                 plan = plans.get(gid)
                 if plan is None:
                     continue
-                conv_cols, conv_keys, srcs, src_set, slot, json_srcs = plan
+                conv_cols, conv_keys, srcs, src_set, slot, json_srcs, dflt = plan
                 rows = np.nonzero((layout == gid) & has_image)[0]
                 m = len(rows)
                 if not m:
@@ -450,6 +454,7 @@ class Converter:
                 missing = False
                 got: dict[int, Any] = {}
                 columns: list[Any] | None = None
+                inserts: list[bool] | None = None  # (when an image lacks a column)
                 if len(conv_cols) > 1:
                     try:  # every image has every column (the usual case): transposed in C
                         columns = list(zip(*map(itemgetter(*(c[0] for c in conv_cols)),
@@ -463,7 +468,14 @@ class Converter:
                         vals = [img.get(s, _MISSING) for img in imgs]
                         if _MISSING in vals:
                             missing = True
-                            vals = [None if v is _MISSING else v for v in vals]
+                            if s in dflt:  # an INSERT's MINIMAL image: the default
+                                if inserts is None:
+                                    inserts = [o == "insert" for o in pick(b.column("op"))]
+                                d = dflt[s]
+                                vals = [(d if ins else None) if v is _MISSING else v
+                                        for v, ins in zip(vals, inserts)]
+                            else:
+                                vals = [None if v is _MISSING else v for v in vals]
                     got[i] = _arrow_column(kind, sql, col_sql, vals, col_types[i])
                 # the images' shapes: full (the usual case) or not
                 nsrc = len(src_set)
@@ -475,8 +487,11 @@ class Converter:
                     misses: list[list[str]] | None = None
                 else:
                     misses = []
-                    for r, img in zip(rows_l, imgs):
-                        miss = [slot[s] for s in srcs if s not in img]
+                    if dflt and inserts is None:
+                        inserts = [o == "insert" for o in pick(b.column("op"))]
+                    for j, (r, img) in enumerate(zip(rows_l, imgs)):
+                        miss = [slot[s] for s in srcs if s not in img
+                                and not (inserts is not None and inserts[j] and s in dflt)]
                         mismatch[r] = any(s not in src_set for s in img)
                         misses.append(miss)
                 olds: dict[int, Any] = {}

@@ -129,6 +129,10 @@ def apply_alter(ctx: Ctx, tree: Any, text: str) -> None:
                 vis = a.args.get("visible")
                 if vis is not None:
                     cols[i] = replace(cols[i], invisible=str(vis).upper() == "INVISIBLE")
+                if a.args.get("drop"):  # DROP DEFAULT
+                    cols[i] = replace(cols[i], default=None)
+                elif a.args.get("default") is not None:  # SET DEFAULT
+                    cols[i] = replace(cols[i], default=a.args["default"].sql("mysql"))
             elif isinstance(a, exp.AlterRename):
                 rename_to = _tname(ctx, a.this)
             elif type(a).__name__ in ("RenameIndex", "ForceProperty", "AlterIndex"):
