@@ -295,7 +295,10 @@ def test_inserts_that_leave_columns_to_their_defaults(spark_lake: Any,
              "s VARCHAR(10) DEFAULT 'it''s', e ENUM('a','b') DEFAULT 'b', "
              "m DECIMAL(8,3) DEFAULT 1.5, f DOUBLE DEFAULT -2.5, n INT NULL, "
              "c CHAR(4) DEFAULT 'ab', u TINYINT UNSIGNED DEFAULT 200, "
-             "b BIGINT NOT NULL DEFAULT -7, t TEXT)",
+             "b BIGINT NOT NULL DEFAULT -7, t TEXT, bn BINARY(3) DEFAULT X'0a', "
+             "st SET('x','y','z') DEFAULT 'z,X', dt DATETIME(3) DEFAULT "
+             "'2020-01-02 03:04:05.1', tm TIME DEFAULT '-5:06:07', bits BIT(5) DEFAULT "
+             "b'00101', y YEAR DEFAULT 2024, dd DATE DEFAULT '2021-03-04')",
              "INSERT INTO rn.d (id) VALUES (1), (2)",
              "INSERT INTO rn.d (id, i, s) VALUES (3, 7, 'x')",
              "UPDATE rn.d SET i = 6 WHERE id = 2"],

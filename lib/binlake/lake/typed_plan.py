@@ -174,9 +174,9 @@ class Layout:
     columns: tuple[tuple[str, Mapped], ...]  # (source name, typed form); empty without names
     pk: tuple[str, ...] | None
     has_names: bool
-    # (source name, value) of the columns whose value an INSERT that leaves them out gets
-    # (schemas.image_default: a MINIMAL row image has only the columns the INSERT gave)
-    defaults: tuple[tuple[str, Any], ...] = ()
+    # (source name, value as JSON text) of the columns whose value an INSERT that leaves
+    # them out gets (lake/defaults.py: a MINIMAL row image has only the columns it gave)
+    defaults: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> Layout:
@@ -188,8 +188,8 @@ class Layout:
             pk = orjson.loads(pk)
         named = bool(r.get("has_names")) and all(c.get("name") for c in cols)
         mapped = tuple((c["name"], map_column(c)) for c in cols) if named else ()
-        defaults = tuple((c["name"], c["default"]) for c in cols if "default" in c) \
-            if named else ()
+        defaults = tuple((c["name"], orjson.dumps(c["default"]).decode())
+                         for c in cols if "default" in c) if named else ()
         return cls(int(r["seq"]), int(r["pos"]), mapped, tuple(pk) if pk else None, named,
                    defaults)
 

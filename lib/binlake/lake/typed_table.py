@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..config import Settings
 from .alters import altered_through, marker_keys
 from .commit import fork_branch, java_table, refresh_table, set_properties
@@ -341,7 +343,7 @@ def _converter(layouts: list[Layout], named: list[Layout], slots_of: dict[int, A
                 for i, c in enumerate(pk_slots) if c in inv]
         conv_groups[g.gid] = (cols, keys)
         if g.layout.defaults:
-            defaults[g.gid] = dict(g.layout.defaults)
+            defaults[g.gid] = {src: orjson.loads(v) for src, v in g.layout.defaults}
     fields = [("_txn_id", "string"), ("_op", "string"), ("_order_seq", "int"),
               ("_order_pos", "bigint"), ("_order_idx", "int"), ("_commit_ts", "timestamp"),
               (f"{INTERNAL}layout", "int"), (f"{INTERNAL}in_cl", "boolean"),
