@@ -8,8 +8,10 @@ each other column's default, which the binlog does not hold.  The schema history
 SET / DROP DEFAULT), and the typed tables take it from there (:mod:`binlake.lake.typedconv`
 gets it per layout).  Only literals whose stored value is certain are given: not an
 expression (``CURRENT_TIMESTAMP``, a function), a TIMESTAMP (its literal is in the session
-time zone of the DDL), a fraction of seconds longer than the column keeps, a NOT NULL
-column without a DEFAULT clause, a generated column, JSON or spatial types.
+time zone of the DDL), a fraction of seconds longer than the column keeps, a generated
+column, JSON or spatial types.  A NOT NULL column without a DEFAULT clause holds its
+type's implicit default (0, '', the first ENUM member, the zero date) in any row the
+server wrote without it.
 """
 
 from __future__ import annotations
@@ -70,9 +72,16 @@ def image_default(c: Any) -> tuple[bool, Any]:
     that is not certain (see the module doc)."""
     if c.generated:
         return UNKNOWN
-    if c.default is None:  # (a TIMESTAMP without one may be the server's implicit
-        # CURRENT_TIMESTAMP: explicit_defaults_for_timestamp OFF)
-        return (True, None) if c.nullable and c.base != "timestamp" else UNKNOWN
+    if c.default is None:
+        if c.base == "timestamp":  # (maybe the server's implicit CURRENT_TIMESTAMP:
+            return UNKNOWN  # explicit_defaults_for_timestamp OFF)
+        if c.nullable:
+            return True, None
+        # NOT NULL without a DEFAULT: strict mode refuses the INSERT; a row the server
+        # wrote anyway (INSERT IGNORE, no strict mode, a non-transactional table past the
+        # statement's first row) holds the type's implicit default
+        value = _implicit(c)
+        return UNKNOWN if value is _NONE else (True, value)
     text = str(c.default).strip()
     if text.upper() == "NULL":
         return True, None
@@ -149,6 +158,31 @@ def _value(c: Any, kind: str, text: str) -> Any:
             return _NONE
         return (m.group(1) or "") + _clock(m.group(2), m.group(3), m.group(4), m.group(5),
                                            int(c.scale or 0))
+    return _NONE
+
+
+def _implicit(c: Any) -> Any:
+    """The implicit default of a NOT NULL column's type, as a row image holds it."""
+    base = c.base
+    scale = int(c.scale or 0)
+    if base in _INTS or base in ("bit", "year"):
+        return 0
+    if base in _DECIMALS:
+        return format(Decimal(0).quantize(Decimal(1).scaleb(-scale)), "f")
+    if base in _FLOATS:
+        return 0.0
+    if base in _BINARIES or (c.charset or "").lower() == "binary":
+        return _hex(c, b"")
+    if base in _TEXTS or base == "set":
+        return ""
+    if base == "enum":
+        return c.members[0] if c.members else _NONE
+    if base == "date":
+        return "0000-00-00"
+    if base == "datetime":
+        return "0000-00-00 " + _clock("0", "0", "0", None, scale)
+    if base == "time":
+        return _clock("0", "0", "0", None, scale)
     return _NONE
 
 
