@@ -183,6 +183,17 @@ def _candidates(spark: Any, settings: Settings, db: str, tbl: str, more: str) ->
         "coalesce(try_cast(regexp_extract(file, '\\\\.([0-9]+)$', 1) AS INT), -1)"))
 
 
+def _converted_after(spark: Any, settings: Settings, job: _TableJob, seq: int, pos: int,
+                     ops: tuple[str, ...]) -> Any:
+    """The table's ``row_changes`` of ``ops`` after ``(seq, pos)``, converted
+    (:func:`_convert`)."""
+    assert job.plan is not None
+    cand = _candidates(spark, settings, job.db, job.tbl, (
+        f" AND op IN ({', '.join(lit(o) for o in ops)}) AND (order_seq > {int(seq)} OR "
+        f"(order_seq = {int(seq)} AND order_pos > {int(pos)}))"))
+    return _convert(cand, job.layouts, job.named, job.slots_of, job.plan, None, job.pk_slots)
+
+
 def keys_left_after(spark: Any, settings: Settings, job: _TableJob, seq: int, pos: int
                     ) -> Any | None:
     """The primary-key values (typed, named as the mirror's key columns) that the table's
@@ -193,10 +204,7 @@ def keys_left_after(spark: Any, settings: Settings, job: _TableJob, seq: int, po
 
     if job.plan is None or not job.pk_slots:
         return None
-    cand = _candidates(spark, settings, job.db, job.tbl, (
-        f" AND op IN ('update', 'delete') AND (order_seq > {int(seq)} OR "
-        f"(order_seq = {int(seq)} AND order_pos > {int(pos)}))"))
-    conv = _convert(cand, job.layouts, job.named, job.slots_of, job.plan, None, job.pk_slots)
+    conv = _converted_after(spark, settings, job, seq, pos, ("update", "delete"))
     return conv.select(*[
         F.when(F.col("_op") == "update", F.col(f"{INTERNAL}old{i}")).otherwise(F.col(q(c)))
         .alias(c) for i, c in enumerate(job.pk_slots)])
@@ -222,10 +230,7 @@ def partial_keys_after(spark: Any, settings: Settings, job: _TableJob, seq: int,
 
     if job.plan is None or not job.pk_slots:
         return None
-    cand = _candidates(spark, settings, job.db, job.tbl, (
-        f" AND op IN ('insert', 'update', 'delete') AND (order_seq > {int(seq)} OR "
-        f"(order_seq = {int(seq)} AND order_pos > {int(pos)}))"))
-    conv = _convert(cand, job.layouts, job.named, job.slots_of, job.plan, None, job.pk_slots)
+    conv = _converted_after(spark, settings, job, seq, pos, ("insert", "update", "delete"))
     olds = [f"{INTERNAL}old{i}" for i in range(len(job.pk_slots))]
     kept = (F.col(f"{INTERNAL}layout") >= 0) & (F.col("_op") == "update") & same_key(
         job.pk_slots, olds)
